@@ -1,0 +1,186 @@
+// The guard: makes sure only one instance of a service runs against one
+// state store.
+//
+// Modes (../shared/design/guard-protocols.md explains each):
+//   announce   the original Go guard, unchanged: list instances/, refuse
+//              beside a live or unreadable record, delete expired ones, write
+//              our record, renew every ttl/3. Not a lock: two guards starting
+//              at the same instant can both win. No loss detection.
+//   verify     write, settle, scan: exclusion on stores with only plain
+//              operations, given that an acknowledged write is visible to
+//              every read starting `settle` later.
+//   exclusive  a lease document changed only by compare-and-set, carrying a
+//              fencing epoch. Refuses stores without conditional writes.
+//   automatic  the strongest the store supports.
+// In every mode the holder keeps its record at instances/<escaped id>, so
+// original guards and `status` see who runs.
+//
+// A granted Claim renews every ttl/3 through the injected scheduler. Outside
+// announce, it is lost when a renewal finds it was taken (a failed
+// compare-and-set, a collision seen by a renewal scan) or when no renewal has
+// succeeded for ttl - max_skew on the monotonic clock; on_lost is then called
+// once. stand_down() stops renewing and gives the claim up so a successor
+// starts at once. Reclaiming with one's own id is allowed (a restart).
+//
+// Thread safety: a Guard may be used from several threads; a Claim's
+// stand_down() may race with its renewals and with itself.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+
+#include "instance/clock.hpp"
+#include "instance/error.hpp"
+#include "instance/export.hpp"
+#include "instance/key.hpp"
+#include "instance/logger.hpp"
+#include "instance/record.hpp"
+#include "instance/scheduler.hpp"
+#include "instance/store.hpp"
+
+namespace instance {
+
+enum class Mode { automatic, announce, verify, exclusive };
+
+INSTANCE_EXPORT std::string_view to_string(Mode mode) noexcept;
+// "auto", "announce", "verify", "exclusive"; Errc::invalid otherwise.
+INSTANCE_EXPORT Result<Mode> parse_mode(std::string_view text);
+
+enum class ClaimStatus { held, lost, released };
+
+struct GuardOptions {
+  // How long a record stays live without renewal.
+  Duration ttl = std::chrono::minutes(2);
+  // This instance's identity; 8 random bytes in hex when empty.
+  std::string id;
+  // Written into the record; this host's name and process id when unset.
+  std::string host;
+  std::optional<std::int64_t> pid;
+  // Injected effects; the system clock, a thread scheduler and a logger
+  // that discards when null.
+  std::shared_ptr<Clock> clock;
+  std::shared_ptr<Scheduler> scheduler;
+  std::shared_ptr<Logger> logger;
+  // The claim protocol.
+  Mode mode = Mode::automatic;
+  // verify: the longest time the store may take before an acknowledged write
+  // shows in every later read and listing (0 for a local directory).
+  Duration settle{0};
+  // How far other hosts' clocks may be off. Their records count as live for
+  // this long past their expiry; our renewals and self-fencing keep it as a
+  // margin. Must be less than ttl / 2. Not applied in announce mode. Unset:
+  // 5 s, or ttl / 10 when that is smaller (short ttls in tests and demos).
+  std::optional<Duration> max_skew;
+  // Called once, from the renewal thread, when a granted claim is lost.
+  std::function<void(const Error&)> on_lost;
+  // This host's boot and pid namespace, written into records so a record of
+  // a dead process on this host is stale at once; read from /proc when empty.
+  std::string boot_id;
+  std::string pid_ns;
+};
+
+
+// The original's refusal message; ClaimError::error.message starts with it.
+inline constexpr std::string_view kAnotherInstanceMessage =
+    "another instance of this service is running against this state space; "
+    "only one is supported; deploy with strategy Recreate";
+
+// Why a claim failed. error.code is Errc::another_instance when another live
+// (or unreadable) record blocks us; `holder` then names it.
+struct ClaimError {
+  Error error;
+  struct Holder {
+    Key key;
+    std::optional<Record> record;  // absent when the record was unreadable
+  };
+  std::optional<Holder> holder;
+};
+
+// How claim() waits for a holder to go, instead of refusing at once.
+struct WaitOptions {
+  // Give up (with the refusal) after this long; forever when zero.
+  Duration timeout{0};
+  // Poll interval, growing from min to max with jitter while waiting.
+  Duration poll_min = std::chrono::milliseconds(100);
+  Duration poll_max = std::chrono::milliseconds(500);
+  // Told whom we wait for: at the start and whenever the holder changes.
+  std::function<void(const ClaimError&)> on_wait;
+};
+
+namespace detail {
+struct ClaimState;
+}
+
+// A granted claim. Move-only. stand_down() is idempotent and thread-safe and
+// runs on destruction.
+class INSTANCE_EXPORT Claim {
+ public:
+  Claim(Claim&&) noexcept;
+  Claim& operator=(Claim&&) noexcept;
+  Claim(const Claim&) = delete;
+  Claim& operator=(const Claim&) = delete;
+  ~Claim();
+
+  const std::string& id() const noexcept;
+  const Key& key() const noexcept;
+  // The record as last written.
+  Record record() const;
+  // Held until lost or stood down.
+  bool active() const noexcept;
+  ClaimStatus status() const noexcept;
+  // The protocol in force (never Mode::automatic) and what it guarantees.
+  Mode mode() const noexcept;
+  std::string_view guarantee() const noexcept;
+  // exclusive: the fencing epoch, larger than any earlier holder's.
+  std::optional<std::uint64_t> epoch() const noexcept;
+  // When the claim will count itself lost without a successful renewal
+  // (monotonic clock); nullopt in announce mode or once not held.
+  std::optional<MonoTime> fence_deadline() const;
+  // Why the claim was lost (nullopt while held or after stand_down()).
+  std::optional<Error> loss() const;
+
+  // Stops renewing and removes our record. The first call does the work and
+  // returns its result; later calls return success at once.
+  Result<void> stand_down();
+
+ private:
+  friend class Guard;
+  explicit Claim(std::shared_ptr<detail::ClaimState> state);
+  std::shared_ptr<detail::ClaimState> state_;
+};
+
+class INSTANCE_EXPORT Guard {
+ public:
+  // Errc::invalid for a null store, a non-positive ttl or an unusable id.
+  static Result<Guard> create(std::shared_ptr<Store> store, GuardOptions options = {});
+
+  // Claims the store for this instance. `stop` ends the attempt between store
+  // operations with Errc::cancelled (nothing of ours is left behind).
+  std::expected<Claim, ClaimError> claim(std::stop_token stop = {});
+
+  // Like claim(), but while another instance holds the store, polls until it
+  // stands down or expires (or `wait.timeout` passes, or `stop`).
+  std::expected<Claim, ClaimError> claim_waiting(const WaitOptions& wait,
+                                                 std::stop_token stop = {});
+
+  // The protocol claim() will use: `options.mode`, or for Mode::automatic
+  // the strongest the store supports (may probe the store). Errc::unsupported
+  // when the store cannot do the requested mode.
+  Result<Mode> resolve_mode();
+
+  const std::string& id() const noexcept { return options_->id; }
+  Duration ttl() const noexcept { return options_->ttl; }
+  Store& store() const noexcept { return *store_; }
+
+ private:
+  Guard(std::shared_ptr<Store> store, GuardOptions options);
+  std::shared_ptr<Store> store_;
+  std::shared_ptr<GuardOptions> options_;  // shared with the claims it grants
+  Key key_;
+};
+
+}  // namespace instance

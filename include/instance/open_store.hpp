@@ -1,0 +1,50 @@
+// Opens a store from a URL: parses the URL into the store's own options and
+// builds the store from them (each store can also be built from its options
+// directly).
+//
+//   file:///abs/path, /abs/path, rel/path   the directory store
+//   memory:                                 a new, private in-memory store
+//   webdav://, webdavs://, opencloud://     the WebDAV store (when built)
+//
+// Credentials never come from the URL's visible text in a way that shows in
+// `ps`: they are read from files named in the options or from the
+// environment (INSTANCE_GUARD_USER, INSTANCE_GUARD_PASSWORD,
+// INSTANCE_GUARD_TOKEN), and never appear in describe(), logs or errors.
+//
+// Errc::invalid for a URL no store understands (the message lists the
+// schemes this build supports).
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "instance/error.hpp"
+#include "instance/export.hpp"
+#include "instance/logger.hpp"
+#include "instance/store.hpp"
+
+namespace instance {
+
+struct OpenOptions {
+  std::shared_ptr<Logger> logger;
+  // Remote stores: credentials and TLS. Empty means "not given".
+  std::string user;                      // basic auth user (or INSTANCE_GUARD_USER)
+  std::filesystem::path password_file;   // basic auth password or app token
+  std::filesystem::path token_file;      // bearer token
+  std::filesystem::path ca_file;         // extra CA bundle for TLS
+  bool insecure = false;                 // skip TLS verification (warned about)
+  // Lease length the guard will use; stores use it to judge clock skew.
+  std::chrono::nanoseconds ttl = std::chrono::minutes(2);
+  // Environment lookup for credentials and settings; ::getenv when empty.
+  std::function<std::optional<std::string>(std::string_view)> getenv;
+};
+
+INSTANCE_EXPORT Result<std::shared_ptr<Store>> open_store(std::string_view url,
+                                                          const OpenOptions& options = {});
+
+}  // namespace instance

@@ -1,0 +1,122 @@
+// The state store: where instance records live.
+//
+// A Store holds small documents (at most kMaxDocumentSize bytes) under Keys.
+// Every store offers the plain operations; some also offer versions,
+// conditional writes and native leases, which they declare in
+// capabilities(). Operations a store does not have answer Errc::unsupported.
+//
+// Keys form a hierarchy, as in a file system: a key is never both a
+// document and a folder holding other documents.
+//
+// Thread safety: every Store implementation must allow concurrent calls from
+// several threads (the guard renews from a scheduler thread while the caller
+// may stand down from another).
+//
+// Errors: each store maps its native failures (errno, HTTP status, gRPC
+// status, ...) onto the small Errc set. Error messages name the operation,
+// the redacted endpoint and the key; never a credential.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "instance/error.hpp"
+#include "instance/export.hpp"
+#include "instance/key.hpp"
+
+namespace instance {
+
+// Documents larger than this are refused on write and reported as malformed
+// on read.
+inline constexpr std::size_t kMaxDocumentSize = std::size_t{1} << 20;
+
+struct Document {
+  std::string data;
+  // An opaque version of these bytes (an ETag, a revision, a content hash),
+  // or empty when the store has no versions.
+  std::string version;
+};
+
+struct Capabilities {
+  // Reads and writes return a version that changes with every write.
+  bool versions = false;
+  // create() is atomic (fails when the key exists, even under races) and
+  // replace_if/remove_if compare the version atomically.
+  bool conditional_writes = false;
+  // The store can expire a claim on its own (a lock with a timeout).
+  bool native_lease = false;
+  // Expiry is judged on the store's clock, not the client's.
+  bool server_clock = false;
+};
+
+class INSTANCE_EXPORT Store {
+ public:
+  virtual ~Store();
+
+  // Where this store is, for messages: a URL with credentials removed.
+  virtual std::string describe() const = 0;
+
+  // What the store can do beyond the plain operations. May probe a remote
+  // server on first use; later calls return the same answer.
+  virtual Capabilities capabilities();
+
+  // Reads a document. Errc::not_found when absent, Errc::malformed when the
+  // stored bytes cannot be a document (oversized, not a regular file, ...).
+  virtual Result<Document> get(const Key& key) = 0;
+
+  // Writes a new document; Errc::already_exists when the key exists. Returns
+  // the new version (empty when the store has none). Only atomic against
+  // concurrent creators when capabilities().conditional_writes is true.
+  virtual Result<std::string> create(const Key& key, std::string_view data) = 0;
+
+  // Writes a document, creating it or overwriting it. Returns the new version.
+  virtual Result<std::string> replace(const Key& key, std::string_view data) = 0;
+
+  // Removes a document; Errc::not_found when absent.
+  virtual Result<void> remove(const Key& key) = 0;
+
+  // Every document key under `prefix` by whole segments, nested folders
+  // included, in no particular order. A missing prefix lists as empty.
+  virtual Result<std::vector<Key>> list(const Key& prefix) = 0;
+
+  // Overwrites only when the current version equals `version`; otherwise
+  // Errc::conflict. A missing key gives Errc::not_found or Errc::conflict
+  // (WebDAV cannot tell them apart without another request): callers treat
+  // both as "someone else moved first". Needs conditional_writes.
+  virtual Result<std::string> replace_if(const Key& key, std::string_view data,
+                                         std::string_view version);
+
+  // Removes only when the current version equals `version`; otherwise
+  // Errc::conflict. Needs conditional_writes.
+  virtual Result<void> remove_if(const Key& key, std::string_view version);
+};
+
+// Forwards every call to a target store, so a wrapper (fault injection,
+// request counting, latency) overrides only what it changes.
+class INSTANCE_EXPORT StoreWrapper : public Store {
+ public:
+  explicit StoreWrapper(std::shared_ptr<Store> target);
+
+  std::string describe() const override;
+  Capabilities capabilities() override;
+  Result<Document> get(const Key& key) override;
+  Result<std::string> create(const Key& key, std::string_view data) override;
+  Result<std::string> replace(const Key& key, std::string_view data) override;
+  Result<void> remove(const Key& key) override;
+  Result<std::vector<Key>> list(const Key& prefix) override;
+  Result<std::string> replace_if(const Key& key, std::string_view data,
+                                 std::string_view version) override;
+  Result<void> remove_if(const Key& key, std::string_view version) override;
+
+ protected:
+  Store& target() const noexcept { return *target_; }
+
+ private:
+  std::shared_ptr<Store> target_;
+};
+
+}  // namespace instance

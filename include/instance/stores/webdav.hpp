@@ -1,0 +1,141 @@
+// The WebDAV store: instance records on a WebDAV server (Apache mod_dav,
+// lighttpd mod_webdav, sabre/dav, an OpenCloud Space, ...), over libcurl.
+//
+// Layout: a key maps to `<base>/<escaped segments>`. The escaped form is
+// used as the file name on the server (its '%' sent as %25), so the server
+// holds exactly the names the directory store would: a listed name that is
+// not a canonical escaped segment (`..`, a decoded '/', bytes outside
+// [A-Za-z0-9._-], non-UTF-8, an href outside the base) fails the listing
+// with Errc::malformed; a listing never silently drops an entry.
+//
+// Requests: one libcurl handle per store, reused under a mutex, so calls are
+// serialised and share one keep-alive connection (a claim costs one TCP
+// connection while the server keeps it open). get = GET; create = PUT with
+// `If-None-Match: *`; replace = PUT; replace_if/remove_if = PUT/DELETE with
+// `If-Match`; list = PROPFIND Depth 1, one per folder level. Missing folders
+// are created with MKCOL when a PUT reports them missing (409), then
+// remembered. When a PUT answers without an ETag (Apache), the document is
+// read back once to learn its version; if the bytes read are not the bytes
+// written, someone wrote in between and the version returned never matches.
+//
+// Retries: transport errors, 5xx (but 501/505/507) and 425 Too Early are
+// retried with exponential backoff and full jitter until `retry_deadline`
+// (steady clock) runs out; then Errc::unavailable (or Errc::timeout when the
+// last attempt timed out). A write whose first attempt may have reached the
+// server is resolved on retry (a 412 or 404 that our own earlier attempt
+// explains counts as success).
+//
+// Capabilities are probed on the first capabilities() (or replace_if /
+// remove_if) call with a scratch document under `.instance-guard-probe/`:
+// conditional_writes is declared only when the server refuses
+// `If-None-Match: *` on an existing document, refuses a wrong `If-Match`
+// (PUT and DELETE), accepts the right one, and is not Apache httpd. A server
+// that ignores the headers (nginx, rclone; OpenCloud for If-None-Match),
+// hands out weak ETags, or checks them without a lock (Apache mod_dav: two
+// concurrent conditional PUTs both succeed about half the time in the
+// tests' race) is downgraded with a warning, and replace_if / remove_if then
+// answer Errc::unsupported. A server that cannot be reached is not judged:
+// capabilities() answers plain operations and probes again next time.
+// create() always sends `If-None-Match: *`; until the probe has shown the
+// server refuses it on an existing document, it also checks first (GET).
+//
+// Size: writes over kMaxDocumentSize are refused (Errc::invalid) before any
+// request; a read stops as soon as the body passes the cap (Errc::malformed,
+// the document is left alone).
+//
+// Secrets: the password or token lives only in this options struct and the
+// store; it is never logged, never in describe(), never in an error message,
+// and never put in a URL. Redirects are not followed.
+//
+// Clock: every response's Date header is compared with `clock->wall()`; one
+// warning is logged when they differ by more than `max_clock_skew`.
+//
+// Thread safety: a store may be used from any number of threads; requests
+// are serialised on its one connection.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "instance/clock.hpp"
+#include "instance/error.hpp"
+#include "instance/export.hpp"
+#include "instance/logger.hpp"
+#include "instance/open_store.hpp"
+#include "instance/store.hpp"
+
+namespace instance {
+
+// Counters a store updates as it works; pass one in the options to observe
+// them (tests, benchmarks). All fields may be read from any thread.
+struct WebDavStats {
+  std::atomic<std::uint64_t> requests{0};         // HTTP requests sent, retries included
+  std::atomic<std::uint64_t> new_connections{0};  // TCP connections opened (CURLINFO_NUM_CONNECTS)
+  std::atomic<std::uint64_t> retries{0};          // attempts after the first, all requests
+};
+
+enum class WebDavAuth { none, basic, bearer };
+
+struct WebDavStoreOptions {
+  // http:// or https:// URL of the folder that holds the keys, without user
+  // info, query or fragment; already percent-encoded. A trailing '/' is
+  // optional. The folder is created on the first write when missing; its
+  // parent must exist.
+  std::string base_url;
+
+  WebDavAuth auth = WebDavAuth::none;
+  std::string user;    // basic auth user
+  std::string secret;  // basic auth password (or app token) or bearer token; never logged
+
+  std::filesystem::path ca_file;  // extra CA bundle (PEM) for TLS; empty: the system's
+  bool insecure = false;          // skip TLS verification (warned about at creation)
+
+  std::chrono::milliseconds connect_timeout{5000};  // per connection attempt
+  std::chrono::milliseconds request_timeout{15000};  // per request, whole transfer
+  std::chrono::milliseconds retry_deadline{20000};   // all attempts of one operation
+  std::chrono::milliseconds initial_backoff{50};     // first retry delay (before jitter)
+  std::chrono::milliseconds max_backoff{2000};       // retry delay cap
+
+  // Warn (once) when the server's Date differs from clock->wall() by more.
+  // parse_webdav_url sets it to ttl/10.
+  std::chrono::nanoseconds max_clock_skew = std::chrono::seconds(12);
+  std::shared_ptr<Clock> clock;  // the system clock when null
+
+  // Probe If-Match / If-None-Match on the first capabilities() call. When
+  // false, versions and conditional writes are declared without asking: only
+  // for servers known to honour them atomically.
+  bool probe_capabilities = true;
+
+  std::shared_ptr<Logger> logger;     // null: discard
+  std::shared_ptr<WebDavStats> stats;  // null: not counted
+};
+
+// Parses a store URL into options:
+//   webdav://host[:port]/path              -> http://host[:port]/path
+//   webdavs://host[:port]/path             -> https://host[:port]/path
+//   opencloud://host[:port]/<space-id>[/folder]
+//       -> https://host[:port]/dav/spaces/<space-id>/<folder>
+//          (folder default ".instance-guard"; '$' in the id sent as %24)
+// Credentials: a token (bearer) from options.token_file or
+// INSTANCE_GUARD_TOKEN; a password or app token (basic) from
+// options.password_file or INSTANCE_GUARD_PASSWORD with the user from
+// options.user, INSTANCE_GUARD_USER or the URL's user name. Files win over
+// the environment; a token and a password together are refused. A password
+// in the URL is refused (Errc::invalid, pointing at the file and environment
+// options); no message ever echoes it. Also takes ca_file, insecure, logger
+// and ttl (max_clock_skew = ttl/10) from `options`.
+INSTANCE_EXPORT Result<WebDavStoreOptions> parse_webdav_url(std::string_view url,
+                                                            const OpenOptions& options);
+
+// Builds the store; sends no request (the server may be down at start: the
+// first operation then fails with Errc::unavailable after its retries).
+// Errc::invalid for a bad base URL, missing secret for the auth kind, or an
+// unreadable ca_file.
+INSTANCE_EXPORT Result<std::shared_ptr<Store>> make_webdav_store(WebDavStoreOptions options);
+
+}  // namespace instance

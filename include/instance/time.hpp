@@ -1,0 +1,29 @@
+// Text forms of time: RFC 3339 timestamps (records) and Go durations (flags).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "instance/clock.hpp"
+#include "instance/error.hpp"
+#include "instance/export.hpp"
+
+namespace instance {
+
+// Formats as Go's time.RFC3339Nano in UTC: "2026-11-29T11:47:21.858966496Z",
+// fractional seconds with trailing zeros dropped (none when whole).
+INSTANCE_EXPORT std::string format_rfc3339(WallTime t);
+
+// Parses any RFC 3339 date-time: 'T' or 't', 0 to 9 fractional digits,
+// 'Z', 'z' or a numeric offset (+02:00). A leap second (:60) is accepted
+// and folded into the next second. Errc::malformed otherwise.
+INSTANCE_EXPORT Result<WallTime> parse_rfc3339(std::string_view text);
+
+// Parses Go's duration syntax: "300ms", "1.5h", "2h45m", "0". Units ns, us,
+// µs, ms, s, m, h. A sign is accepted; overflow is an error.
+INSTANCE_EXPORT Result<Duration> parse_duration(std::string_view text);
+
+// Formats like Go's Duration.String(): "2m0s", "1.5s", "250ms".
+INSTANCE_EXPORT std::string format_duration(Duration d);
+
+}  // namespace instance

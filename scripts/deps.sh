@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages instance-guard needs to build and test,
+# only those missing. Needs root or sudo. Add a package by adding a line to
+# PACKAGES (with a comment saying what needs it).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential       # compiler, make
+  cmake
+  pkg-config
+  libgtest-dev          # unit and contract tests
+  libgmock-dev
+  libbenchmark-dev      # benchmarks
+  nlohmann-json3-dev    # records, status --json
+  libcli11-dev          # the command-line tool
+  libcurl4-openssl-dev  # WebDAV store
+  libpugixml-dev        # WebDAV listings
+  apache2-bin           # WebDAV test server (mod_dav)
+  lighttpd              # WebDAV test server
+  lighttpd-mod-webdav
+  curl
+  jq                    # end-to-end tests read JSON
+  util-linux            # flock(1) in the end-to-end tests
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if [[ $(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null) != "install ok installed" ]]; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "deps: all ${#PACKAGES[@]} packages are installed"
+  exit 0
+fi
+
+sudo=()
+if ((EUID != 0)); then
+  command -v sudo >/dev/null || { echo "deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update
+"${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"

@@ -1,0 +1,148 @@
+// `instance-guard status` and `instance-guard release`: operator views over
+// list_instances() and release_instance().
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "instance/admin.hpp"
+#include "instance/open_store.hpp"
+#include "instance/time.hpp"
+
+namespace instance::cli {
+
+namespace {
+
+// Opens the store the flags name. Status and release have no command to name
+// the default folder after, so they need --store, INSTANCE_GUARD_STORE or --name.
+std::expected<std::shared_ptr<Store>, int> open_from_flags(const StoreFlags& flags, Logger& log,
+                                                           const std::shared_ptr<Logger>& logger) {
+  auto url = resolve_store_url(flags, "", process_environment());
+  if (!url) {
+    log.error(url.error().message);
+    return std::unexpected(url.error().exit_code);
+  }
+  auto store = open_store(*url, open_options(flags, logger, std::nullopt));
+  if (!store) {
+    log.error(store.error().message, {{"store", redact_url(*url)}});
+    return std::unexpected(exit_code_for(store.error().code));
+  }
+  return *store;
+}
+
+// The id to show: the record's, else the key's last segment.
+std::string shown_id(const InstanceEntry& entry) {
+  return entry.record ? entry.record->id : entry.key.leaf();
+}
+
+// "in 1m30s" / "2m0s ago", to the second.
+std::string relative(WallTime t, WallTime now) {
+  const auto secs = std::chrono::round<std::chrono::seconds>(t - now);
+  if (secs.count() >= 0) return "in " + format_duration(secs);
+  return format_duration(-secs) + " ago";
+}
+
+std::string seconds_precision(WallTime t) {
+  return format_rfc3339(std::chrono::floor<std::chrono::seconds>(t));
+}
+
+nlohmann::ordered_json to_json(const InstanceEntry& entry) {
+  nlohmann::ordered_json out;
+  out["id"] = shown_id(entry);
+  out["key"] = entry.key.str();
+  const Record* r = entry.record ? &*entry.record : nullptr;
+  out["host"] = r && !r->host.empty() ? nlohmann::ordered_json(r->host) : nullptr;
+  out["pid"] = r && r->pid ? nlohmann::ordered_json(*r->pid) : nullptr;
+  out["started_at"] = r ? nlohmann::ordered_json(format_rfc3339(r->started_at)) : nullptr;
+  out["expires_at"] = r ? nlohmann::ordered_json(format_rfc3339(r->expires_at)) : nullptr;
+  out["renewed_at"] =
+      r && r->renewed_at ? nlohmann::ordered_json(format_rfc3339(*r->renewed_at)) : nullptr;
+  out["live"] = entry.live;
+  out["readable"] = entry.readable;
+  out["problem"] = entry.readable ? nullptr : nlohmann::ordered_json(entry.problem);
+  return out;
+}
+
+void print_table(const std::vector<InstanceEntry>& entries, WallTime now) {
+  using Row = std::array<std::string, 7>;
+  std::vector<Row> rows{{"ID", "HOST", "PID", "STARTED", "EXPIRES", "STATE", "PROBLEM"}};
+  for (const auto& e : entries) {
+    const Record* r = e.record ? &*e.record : nullptr;
+    rows.push_back(Row{
+        shown_id(e),
+        r && !r->host.empty() ? r->host : "-",
+        r && r->pid ? std::to_string(*r->pid) : "-",
+        r ? seconds_precision(r->started_at) : "-",
+        r ? seconds_precision(r->expires_at) + " (" + relative(r->expires_at, now) + ")" : "-",
+        !e.readable ? "unreadable (live)" : e.live ? "live" : "expired",
+        e.readable ? "" : e.problem,
+    });
+  }
+  std::array<std::size_t, 7> width{};
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    while (line.ends_with(' ')) line.pop_back();
+    std::cout << line << '\n';
+  }
+}
+
+}  // namespace
+
+int status_command(const StatusArgs& args, const std::shared_ptr<Logger>& logger) {
+  Logger& log = *logger;
+  auto store = open_from_flags(args.store, log, logger);
+  if (!store) return store.error();
+  const WallTime now = system_clock()->wall();
+  auto entries = list_instances(**store, now);
+  if (!entries) {
+    log.error(entries.error().message, {{"store", (*store)->describe()}});
+    return exit_code_for(entries.error().code);
+  }
+  if (args.json) {
+    auto array = nlohmann::ordered_json::array();
+    for (const auto& e : *entries) array.push_back(to_json(e));
+    std::cout << array.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  } else if (entries->empty()) {
+    std::cout << "no instance records in " << (*store)->describe() << '\n';
+  } else {
+    print_table(*entries, now);
+  }
+  std::cout.flush();
+  return std::cout ? kExitOk : kExitSoftware;
+}
+
+int release_command(const ReleaseArgs& args, const std::shared_ptr<Logger>& logger) {
+  Logger& log = *logger;
+  if (args.id.empty()) {
+    log.error("release needs --id ID");
+    return kExitUsage;
+  }
+  auto store = open_from_flags(args.store, log, logger);
+  if (!store) return store.error();
+  auto released = release_instance(**store, args.id, system_clock()->wall(), args.force);
+  if (!released) {
+    const Error& e = released.error();
+    if (e.code == Errc::another_instance) {
+      log.error(e.message, {{"store", (*store)->describe()}, {"hint", "--force removes it"}});
+    } else if (e.code == Errc::not_found) {
+      log.error("no record for " + args.id, {{"store", (*store)->describe()}});
+    } else {
+      log.error(e.message, {{"store", (*store)->describe()}});
+    }
+    return exit_code_for(e.code);
+  }
+  log.info("released", {{"id", args.id}, {"store", (*store)->describe()}});
+  return kExitOk;
+}
+
+}  // namespace instance::cli

@@ -1,0 +1,83 @@
+// The child process `run` guards: started directly (no shell) in its own
+// process group, tied to the tool's life, and signalled as a group.
+//
+// Contract (guard-protocols.md, 5b):
+//   * The child asks for PR_SET_PDEATHSIG(SIGKILL) between fork and exec and
+//     checks that the tool did not die in that window, so a tool killed by
+//     SIGKILL or the OOM killer never leaves its child running beside a
+//     successor. (The kernel sends it when the forking *thread* ends: spawn()
+//     must be called from the main thread, which lives until the tool exits.
+//     It is also cleared when the child execs a set-user-ID program.)
+//   * The child runs in a new process group whose id is its pid; signals go
+//     to the whole group, so grandchildren stop too.
+//   * The child gets the tool's original signal mask and SIGCHLD disposition
+//     back, and exactly the environment it is given.
+//   * An exec failure is reported through a close-on-exec pipe, so the tool
+//     can tell "not found" (127) and "cannot execute" (126) from the
+//     command's own exit status.
+//
+// Not thread-safe: one thread (the main thread) owns a Child. Reaping is
+// explicit (poll_exit() after SIGCHLD); a Child still running when destroyed
+// has its group killed with SIGKILL and is reaped, so it never outlives us.
+#pragma once
+
+#include <sys/types.h>
+
+#include <expected>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "signals.hpp"
+
+namespace instance::cli {
+
+struct ChildSpec {
+  // argv[0] is looked up in PATH when it has no '/', like execvp.
+  std::vector<std::string> argv;
+  // The complete environment, "NAME=value" entries.
+  std::vector<std::string> environment;
+};
+
+// Why the child could not be started: the tool's exit code (127 not found,
+// 126 cannot execute, 70 fork failed) and a message.
+struct SpawnError {
+  int exit_code = 0;
+  std::string message;
+};
+
+class Child {
+ public:
+  // Forks and execs. Must run on the main thread after `signals` blocked the
+  // signals; the exec has succeeded when this returns a Child.
+  static std::expected<Child, SpawnError> spawn(const ChildSpec& spec, const SignalSetup& signals);
+
+  Child(Child&& other) noexcept;
+  Child& operator=(Child&& other) = delete;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child();
+
+  pid_t pid() const noexcept { return pid_; }
+
+  // Sends `signal` to the child's process group (kill(-pgid)); false when no
+  // process is left in the group.
+  bool signal_group(int signal) const noexcept;
+
+  // Reaps the child when it has ended (never blocks). Returns its status the
+  // way a shell reports it: the exit code, or 128+N for death by signal N.
+  // Keeps returning that status once reaped.
+  std::optional<int> poll_exit();
+
+ private:
+  explicit Child(pid_t pid) : pid_(pid) {}
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+};
+
+// The tool's environment with `name` set to `value` (replacing any earlier
+// value), as "NAME=value" entries.
+std::vector<std::string> environment_with(char** environ_entries, const std::string& name,
+                                          const std::string& value);
+
+}  // namespace instance::cli

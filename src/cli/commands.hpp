@@ -1,0 +1,45 @@
+// The subcommands of instance-guard. Each returns the process exit code
+// (exit_codes.hpp) and reports failures on the logger (stderr); `status`
+// prints its table or JSON on stdout.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "instance/logger.hpp"
+
+namespace instance::cli {
+
+struct RunArgs {
+  StoreFlags store;
+  std::optional<std::string> ttl;  // --ttl
+  std::optional<std::string> id;   // --id
+  std::vector<std::string> command;
+};
+
+// `run`: claims the store, runs the command as a guarded child, forwards
+// signals to it, stands down when it exits and returns its status. Blocks
+// the forwarded signals first: call it before the process starts any thread.
+int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger);
+
+struct StatusArgs {
+  StoreFlags store;
+  bool json = false;
+};
+
+// `status`: every record under instances/, as a table or a JSON array.
+int status_command(const StatusArgs& args, const std::shared_ptr<Logger>& logger);
+
+struct ReleaseArgs {
+  StoreFlags store;
+  std::string id;
+  bool force = false;
+};
+
+// `release`: removes one record; a live (or unreadable) one only with --force.
+int release_command(const ReleaseArgs& args, const std::shared_ptr<Logger>& logger);
+
+}  // namespace instance::cli

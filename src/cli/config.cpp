@@ -1,0 +1,124 @@
+#include "config.hpp"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "exit_codes.hpp"
+#include "instance/time.hpp"
+
+namespace instance::cli {
+
+namespace {
+
+// Parses a Go duration that must be positive; `origin` names where it came from.
+std::expected<Duration, std::string> positive_duration(std::string_view text,
+                                                       std::string_view origin) {
+  auto parsed = parse_duration(text);
+  if (!parsed) {
+    return std::unexpected(std::string(origin) + ": " + parsed.error().message +
+                           " (Go duration syntax, e.g. 500ms, 90s, 2m, 1h30m)");
+  }
+  if (parsed->count() <= 0) {
+    return std::unexpected(std::string(origin) + ": the ttl must be positive, got \"" +
+                           std::string(text) + "\"");
+  }
+  return *parsed;
+}
+
+// $HOME, else the password database's home folder.
+std::optional<std::string> home_folder(const Getenv& getenv) {
+  if (auto home = getenv("HOME")) return home;
+  // getpwuid is not thread-safe; this runs before the tool starts any thread.
+  if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr &&
+                                                  pw->pw_dir[0] != '\0') {
+    return std::string(pw->pw_dir);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Getenv process_environment() {
+  return [](std::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());
+    if (value == nullptr || value[0] == '\0') return std::nullopt;
+    return std::string(value);
+  };
+}
+
+bool is_usable_name(std::string_view name) noexcept {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find_first_of(std::string_view("/\0", 2)) == std::string_view::npos;
+}
+
+std::string command_basename(std::string_view command) {
+  while (command.size() > 1 && command.ends_with('/')) command.remove_suffix(1);
+  const auto slash = command.rfind('/');
+  return std::string(slash == std::string_view::npos ? command : command.substr(slash + 1));
+}
+
+Resolved<std::string> resolve_store_url(const StoreFlags& flags, std::string_view default_name,
+                                        const Getenv& getenv) {
+  if (flags.store && !flags.store->empty()) return *flags.store;
+  if (auto from_env = getenv("INSTANCE_GUARD_STORE")) return *from_env;
+
+  const std::string name = flags.name ? *flags.name : std::string(default_name);
+  if (!is_usable_name(name)) {
+    return std::unexpected(ConfigError{
+        kExitUsage, name.empty()
+                        ? "no store given: pass --store URL, set INSTANCE_GUARD_STORE, or "
+                          "pass --name NAME to use the default local store"
+                        : "cannot use \"" + name +
+                              "\" as the store name (it must be a single folder name); "
+                              "pass --name NAME or --store URL"});
+  }
+  std::filesystem::path base;
+  if (auto state = getenv("XDG_STATE_HOME"); state && state->starts_with('/')) {
+    base = *state;
+  } else if (auto home = home_folder(getenv)) {
+    base = std::filesystem::path(*home) / ".local" / "state";
+  } else {
+    return std::unexpected(ConfigError{
+        kExitConfig, "no default store folder: neither XDG_STATE_HOME nor a home folder is "
+                     "known; pass --store URL or set INSTANCE_GUARD_STORE"});
+  }
+  return (base / "instance-guard" / name).string();
+}
+
+Resolved<std::optional<Duration>> resolve_ttl(const std::optional<std::string>& flag,
+                                              const Getenv& getenv) {
+  if (flag) {
+    auto ttl = positive_duration(*flag, "--ttl");
+    if (!ttl) return std::unexpected(ConfigError{kExitUsage, ttl.error()});
+    return *ttl;
+  }
+  if (auto from_env = getenv("INSTANCE_GUARD_TTL")) {
+    auto ttl = positive_duration(*from_env, "INSTANCE_GUARD_TTL");
+    if (!ttl) return std::unexpected(ConfigError{kExitConfig, ttl.error()});
+    return *ttl;
+  }
+  return std::optional<Duration>{};
+}
+
+std::string resolve_id(const std::optional<std::string>& flag, const Getenv& getenv) {
+  if (flag) return *flag;
+  return getenv("INSTANCE_GUARD_ID").value_or("");
+}
+
+OpenOptions open_options(const StoreFlags& flags, std::shared_ptr<Logger> logger,
+                         std::optional<Duration> ttl) {
+  OpenOptions options;
+  options.logger = std::move(logger);
+  options.user = flags.user;
+  options.password_file = flags.password_file;
+  options.token_file = flags.token_file;
+  options.ca_file = flags.ca_file;
+  options.insecure = flags.insecure;
+  if (ttl) options.ttl = *ttl;
+  return options;
+}
+
+}  // namespace instance::cli

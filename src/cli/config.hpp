@@ -1,0 +1,77 @@
+// Settings of the command-line tool: where the store is, how to reach it, and
+// the guard's ttl and id, from flags first and the environment second.
+//
+// Secrets never pass through here as values: credentials are named by file
+// (--password-file, --token-file) or come from the environment inside
+// open_store(); no flag takes a password or token on the command line, where
+// `ps` would show it.
+#pragma once
+
+#include <expected>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "instance/clock.hpp"
+#include "instance/logger.hpp"
+#include "instance/open_store.hpp"
+
+namespace instance::cli {
+
+// Flags shared by every subcommand that opens a store.
+struct StoreFlags {
+  std::optional<std::string> store;  // --store URL
+  std::optional<std::string> name;   // --name: picks the default store folder
+  std::string user;                  // --user
+  std::string password_file;         // --password-file
+  std::string token_file;            // --token-file
+  std::string ca_file;               // --ca-file
+  bool insecure = false;             // --insecure
+};
+
+// Looks up an environment variable; nullopt when unset or empty.
+using Getenv = std::function<std::optional<std::string>(std::string_view)>;
+
+// The process environment.
+Getenv process_environment();
+
+// Why settings could not be resolved: the exit code and a message for stderr.
+struct ConfigError {
+  int exit_code = 0;
+  std::string message;
+};
+
+template <class T>
+using Resolved = std::expected<T, ConfigError>;
+
+// The store URL: --store, else $INSTANCE_GUARD_STORE, else the per-user folder
+//   ${XDG_STATE_HOME:-$HOME/.local/state}/instance-guard/<NAME>
+// where NAME is --name, else `default_name` (run: the command's basename).
+// A usage error when a default is needed and no usable name is known; a
+// configuration error when no home folder can be found. A relative
+// XDG_STATE_HOME is ignored, as the XDG spec says.
+Resolved<std::string> resolve_store_url(const StoreFlags& flags, std::string_view default_name,
+                                        const Getenv& getenv);
+
+// The ttl: --ttl (a usage error when malformed), else $INSTANCE_GUARD_TTL (a
+// configuration error when malformed), else nullopt (the guard's default).
+// Go duration syntax; must be positive.
+Resolved<std::optional<Duration>> resolve_ttl(const std::optional<std::string>& flag,
+                                              const Getenv& getenv);
+
+// The id: --id, else $INSTANCE_GUARD_ID, else empty (the guard generates one).
+std::string resolve_id(const std::optional<std::string>& flag, const Getenv& getenv);
+
+// A name good for one folder: not empty, not "." or "..", no '/' or NUL.
+bool is_usable_name(std::string_view name) noexcept;
+
+// The last path component of a command: "/usr/bin/mysvc" -> "mysvc".
+std::string command_basename(std::string_view command);
+
+// OpenOptions from the credential flags. Only file names are copied.
+OpenOptions open_options(const StoreFlags& flags, std::shared_ptr<Logger> logger,
+                         std::optional<Duration> ttl);
+
+}  // namespace instance::cli

@@ -1,0 +1,112 @@
+// instance-guard: runs only one instance of a service against one state
+// store. This file only parses the command line (CLI11) and dispatches to the
+// subcommands (commands.hpp); usage errors end with 64, --help and --version
+// with 0.
+
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "log.hpp"
+
+namespace {
+
+using namespace instance::cli;
+
+// Flags for finding and reaching the store, shared by every subcommand.
+void add_store_flags(CLI::App& app, StoreFlags& flags) {
+  app.add_option("--store", flags.store,
+                 "Store URL: file:///abs/path, a plain path, webdav(s)://... "
+                 "[env: INSTANCE_GUARD_STORE] "
+                 "[default: ${XDG_STATE_HOME:-~/.local/state}/instance-guard/NAME]");
+  app.add_option("--name", flags.name,
+                 "Service name picking the default store folder (run: the command's basename)");
+  auto* creds = app.add_option_group("credentials", "Remote stores (secrets only from files)");
+  creds->add_option("--user", flags.user, "User name [env: INSTANCE_GUARD_USER]");
+  creds->add_option("--password-file", flags.password_file,
+                    "File holding the password or app token [env: INSTANCE_GUARD_PASSWORD]")
+      ->check(CLI::ExistingFile);
+  creds->add_option("--token-file", flags.token_file,
+                    "File holding a bearer token [env: INSTANCE_GUARD_TOKEN]")
+      ->check(CLI::ExistingFile);
+  creds->add_option("--ca-file", flags.ca_file, "Extra CA bundle for TLS")
+      ->check(CLI::ExistingFile);
+  creds->add_flag("--insecure", flags.insecure, "Skip TLS certificate verification");
+}
+
+struct LogFlags {
+  std::string level = "info";
+  std::string format = "text";
+};
+
+int dispatch(int argc, char** argv) {
+  CLI::App app{"Runs only one instance of a service against one state store.", "instance-guard"};
+  app.set_version_flag("--version", std::string("instance-guard ") + INSTANCE_GUARD_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough();  // --log-* may also follow the subcommand
+
+  LogFlags log_flags;
+  app.add_option("--log-level", log_flags.level, "debug, info, warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "warning", "error"}))
+      ->capture_default_str();
+  app.add_option("--log-format", log_flags.format, "text or json (logs go to stderr)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+
+  RunArgs run_args;
+  auto* run = app.add_subcommand(
+      "run", "Claim the store, run COMMAND (no shell), stand down when it exits");
+  run->footer(
+      "Usage: instance-guard run [OPTIONS] -- COMMAND [ARGS...]\n"
+      "Exit status: COMMAND's (128+N when it died of signal N); 75 another live instance\n"
+      "holds the store; 69 store unreachable; 64 usage; 78 configuration; 70 internal;\n"
+      "127/126 COMMAND not found / not executable.");
+  add_store_flags(*run, run_args.store);
+  run->add_option("--ttl", run_args.ttl,
+                  "How long the record stays live without renewal, Go syntax (90s, 2m) "
+                  "[env: INSTANCE_GUARD_TTL] [default: 2m]");
+  run->add_option("--id", run_args.id,
+                  "This instance's id [env: INSTANCE_GUARD_ID] [default: 16 random hex digits]");
+  run->add_option("command", run_args.command, "The command and its arguments")
+      ->required()
+      ->expected(-1);
+  run->positionals_at_end();
+
+  StatusArgs status_args;
+  auto* status = app.add_subcommand("status", "Show every instance record in the store");
+  add_store_flags(*status, status_args.store);
+  status->add_flag("--json", status_args.json, "Print a JSON array");
+
+  ReleaseArgs release_args;
+  auto* release =
+      app.add_subcommand("release", "Remove an instance's record (a live one only with --force)");
+  add_store_flags(*release, release_args.store);
+  release->add_option("--id", release_args.id, "The instance to release")->required();
+  release->add_flag("--force", release_args.force, "Also remove a live or unreadable record");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  const auto logger = make_stderr_logger(*parse_log_format(log_flags.format),
+                                         *parse_log_level(log_flags.level));
+  if (run->parsed()) return run_command(run_args, logger);
+  if (status->parsed()) return status_command(status_args, logger);
+  return release_command(release_args, logger);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "instance-guard: internal error: " << e.what() << '\n';
+    return kExitSoftware;
+  }
+}

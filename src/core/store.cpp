@@ -1,0 +1,40 @@
+#include "instance/store.hpp"
+
+namespace instance {
+
+Store::~Store() = default;
+
+Capabilities Store::capabilities() { return {}; }
+
+Result<std::string> Store::replace_if(const Key& key, std::string_view, std::string_view) {
+  return fail(Errc::unsupported,
+              "conditional replace of " + key.str() + " is not supported by " + describe());
+}
+
+Result<void> Store::remove_if(const Key& key, std::string_view) {
+  return fail(Errc::unsupported,
+              "conditional remove of " + key.str() + " is not supported by " + describe());
+}
+
+StoreWrapper::StoreWrapper(std::shared_ptr<Store> target) : target_(std::move(target)) {}
+
+std::string StoreWrapper::describe() const { return target_->describe(); }
+Capabilities StoreWrapper::capabilities() { return target_->capabilities(); }
+Result<Document> StoreWrapper::get(const Key& key) { return target_->get(key); }
+Result<std::string> StoreWrapper::create(const Key& key, std::string_view data) {
+  return target_->create(key, data);
+}
+Result<std::string> StoreWrapper::replace(const Key& key, std::string_view data) {
+  return target_->replace(key, data);
+}
+Result<void> StoreWrapper::remove(const Key& key) { return target_->remove(key); }
+Result<std::vector<Key>> StoreWrapper::list(const Key& prefix) { return target_->list(prefix); }
+Result<std::string> StoreWrapper::replace_if(const Key& key, std::string_view data,
+                                             std::string_view version) {
+  return target_->replace_if(key, data, version);
+}
+Result<void> StoreWrapper::remove_if(const Key& key, std::string_view version) {
+  return target_->remove_if(key, version);
+}
+
+}  // namespace instance

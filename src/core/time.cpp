@@ -1,0 +1,209 @@
+#include "instance/time.hpp"
+
+#include <charconv>
+#include <cstdint>
+#include <limits>
+
+namespace instance {
+namespace {
+
+using std::chrono::days;
+using std::chrono::nanoseconds;
+
+std::unexpected<Error> bad_time(std::string_view text, std::string_view why) {
+  return fail(Errc::malformed, "\"" + std::string(text.substr(0, 64)) +
+                                   "\" is not an RFC 3339 time (" + std::string(why) + ")");
+}
+
+// Reads exactly `n` decimal digits at `pos`.
+bool digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
+  if (pos + n > s.size()) return false;
+  out = 0;
+  for (std::size_t i = pos; i < pos + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    out = out * 10 + (s[i] - '0');
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string format_rfc3339(WallTime t) {
+  const auto day = std::chrono::floor<days>(t);
+  const std::chrono::year_month_day ymd{day};
+  const std::chrono::hh_mm_ss hms{std::chrono::floor<nanoseconds>(t - day)};
+  char buf[64];
+  int n = std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d", int(ymd.year()),
+                        unsigned(ymd.month()), unsigned(ymd.day()), int(hms.hours().count()),
+                        int(hms.minutes().count()), int(hms.seconds().count()));
+  std::string out(buf, static_cast<std::size_t>(n));
+  auto frac = hms.subseconds().count();
+  if (frac != 0) {
+    char fbuf[16];
+    std::snprintf(fbuf, sizeof fbuf, ".%09lld", static_cast<long long>(frac));
+    std::string f(fbuf);
+    while (f.back() == '0') f.pop_back();
+    out += f;
+  }
+  out += 'Z';
+  return out;
+}
+
+Result<WallTime> parse_rfc3339(std::string_view s) {
+  int year, month, day, hour, minute, second;
+  if (!digits(s, 0, 4, year) || s.size() < 19 || s[4] != '-' || !digits(s, 5, 2, month) ||
+      s[7] != '-' || !digits(s, 8, 2, day)) {
+    return bad_time(s, "expected YYYY-MM-DD");
+  }
+  if (s[10] != 'T' && s[10] != 't') return bad_time(s, "expected 'T' between date and time");
+  if (!digits(s, 11, 2, hour) || s[13] != ':' || !digits(s, 14, 2, minute) || s[16] != ':' ||
+      !digits(s, 17, 2, second)) {
+    return bad_time(s, "expected hh:mm:ss");
+  }
+  const std::chrono::year_month_day ymd{std::chrono::year{year},
+                                        std::chrono::month{static_cast<unsigned>(month)},
+                                        std::chrono::day{static_cast<unsigned>(day)}};
+  if (!ymd.ok()) return bad_time(s, "no such date");
+  if (hour > 23 || minute > 59 || second > 60) return bad_time(s, "time out of range");
+
+  std::size_t pos = 19;
+  std::int64_t frac_ns = 0;
+  if (pos < s.size() && s[pos] == '.') {
+    ++pos;
+    const std::size_t start = pos;
+    std::int64_t scale = 100'000'000;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+      if (pos - start >= 9) return bad_time(s, "more than 9 fractional digits");
+      frac_ns += (s[pos] - '0') * scale;
+      scale /= 10;
+      ++pos;
+    }
+    if (pos == start) return bad_time(s, "'.' without digits");
+  }
+  std::chrono::minutes offset{0};
+  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
+    ++pos;
+  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
+    int oh, om;
+    if (!digits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' ||
+        !digits(s, pos + 4, 2, om) || oh > 23 || om > 59) {
+      return bad_time(s, "expected offset +hh:mm");
+    }
+    offset = std::chrono::hours{oh} + std::chrono::minutes{om};
+    if (s[pos] == '-') offset = -offset;
+    pos += 6;
+  } else {
+    return bad_time(s, "missing 'Z' or offset");
+  }
+  if (pos != s.size()) return bad_time(s, "trailing characters");
+
+  WallTime t = std::chrono::sys_days{ymd} + std::chrono::hours{hour} +
+               std::chrono::minutes{minute} + std::chrono::seconds{second} +
+               nanoseconds{frac_ns};
+  return t - offset;
+}
+
+Result<Duration> parse_duration(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return fail(Errc::invalid, "\"" + std::string(text.substr(0, 64)) +
+                                   "\" is not a duration (" + std::string(why) +
+                                   "; examples: 500ms, 90s, 2m, 1h30m)");
+  };
+  std::string_view s = text;
+  bool negative = false;
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
+    negative = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  if (s == "0") return Duration{0};
+  if (s.empty()) return bad("empty");
+  // Go accumulates in uint64 nanoseconds and rejects overflow.
+  constexpr std::uint64_t kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  std::uint64_t total = 0;
+  while (!s.empty()) {
+    std::uint64_t whole = 0;
+    std::size_t n = 0;
+    bool any = false;
+    while (n < s.size() && s[n] >= '0' && s[n] <= '9') {
+      if (whole > (kMax - 9) / 10) return bad("overflow");
+      whole = whole * 10 + static_cast<std::uint64_t>(s[n] - '0');
+      ++n;
+      any = true;
+    }
+    // The fraction as Go computes it: digits as an integer over a power of
+    // ten, digits past uint64 precision dropped, scaled in float64.
+    std::uint64_t fraction = 0;
+    double fraction_scale = 1;
+    if (n < s.size() && s[n] == '.') {
+      ++n;
+      bool overflow = false;
+      while (n < s.size() && s[n] >= '0' && s[n] <= '9') {
+        if (!overflow && fraction <= (kMax - 9) / 10) {
+          fraction = fraction * 10 + static_cast<std::uint64_t>(s[n] - '0');
+          fraction_scale *= 10;
+        } else {
+          overflow = true;
+        }
+        ++n;
+        any = true;
+      }
+    }
+    if (!any) return bad("expected a number");
+    s.remove_prefix(n);
+    std::size_t u = 0;
+    while (u < s.size() && !(s[u] >= '0' && s[u] <= '9') && s[u] != '.') ++u;
+    const std::string_view unit = s.substr(0, u);
+    s.remove_prefix(u);
+    std::uint64_t scale;
+    if (unit == "ns") scale = 1;
+    else if (unit == "us" || unit == "\xC2\xB5s" || unit == "\xCE\xBCs") scale = 1'000;
+    else if (unit == "ms") scale = 1'000'000;
+    else if (unit == "s") scale = 1'000'000'000;
+    else if (unit == "m") scale = 60'000'000'000;
+    else if (unit == "h") scale = 3'600'000'000'000;
+    else if (unit.empty()) return bad("missing unit");
+    else return bad("unknown unit \"" + std::string(unit) + "\"");
+    if (whole > kMax / scale) return bad("overflow");
+    std::uint64_t value = whole * scale;
+    if (fraction > 0) {
+      value += static_cast<std::uint64_t>(static_cast<double>(fraction) *
+                                          (static_cast<double>(scale) / fraction_scale));
+      if (value > kMax) return bad("overflow");
+    }
+    if (value > kMax - total) return bad("overflow");
+    total += value;
+  }
+  const auto signed_total = static_cast<std::int64_t>(total);
+  return Duration{negative ? -signed_total : signed_total};
+}
+
+std::string format_duration(Duration d) {
+  // Go's Duration.String(): "1h2m3.5s", "1.5s", "250ms", "0s".
+  std::int64_t ns = d.count();
+  if (ns == 0) return "0s";
+  std::string sign = ns < 0 ? "-" : "";
+  std::uint64_t u = ns < 0 ? static_cast<std::uint64_t>(-(ns + 1)) + 1 : static_cast<std::uint64_t>(ns);
+  auto fixed = [](std::uint64_t v, std::uint64_t unit) {
+    std::string out = std::to_string(v / unit);
+    std::uint64_t rem = v % unit;
+    if (rem != 0) {
+      std::string digits_str = std::to_string(rem + unit).substr(1);  // zero-padded
+      while (digits_str.back() == '0') digits_str.pop_back();
+      out += "." + digits_str;
+    }
+    return out;
+  };
+  if (u < 1'000) return sign + std::to_string(u) + "ns";
+  if (u < 1'000'000) return sign + fixed(u, 1'000) + "\xC2\xB5s";
+  if (u < 1'000'000'000) return sign + fixed(u, 1'000'000) + "ms";
+  std::string out = sign;
+  const std::uint64_t hours = u / 3'600'000'000'000;
+  u %= 3'600'000'000'000;
+  const std::uint64_t minutes = u / 60'000'000'000;
+  u %= 60'000'000'000;
+  if (hours > 0) out += std::to_string(hours) + "h";
+  if (hours > 0 || minutes > 0) out += std::to_string(minutes) + "m";
+  return out + fixed(u, 1'000'000'000) + "s";
+}
+
+}  // namespace instance

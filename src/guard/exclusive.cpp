@@ -1,0 +1,218 @@
+// exclusive: a lease document changed only by compare-and-set, with a
+// fencing epoch (guard-protocols.md, section 3).
+//
+// The lease lives at "instances.lease", beside instances/ and outside the
+// records' id space. It holds the holder's id, host, pid, expiry, an epoch
+// and a released flag.
+//
+//   acquire  read the lease. Held by a live other (expiry + max_skew not yet
+//            passed, and not a dead process on this host) -> refuse. Else
+//            scan instances/ so a live original (announce) guard also keeps
+//            us out. Then absent -> conditional create with epoch 1; present
+//            -> conditional replace on the version read, epoch + 1. Losing
+//            the compare-and-set means someone moved first: read again.
+//            Finally write our record, for original guards and `status`.
+//   renew    conditional replace on the version we last wrote. A conflict
+//            means the lease was taken: the claim is lost. Then our record.
+//   release  conditional replace with released = true (the document stays,
+//            so the epoch never goes back), then delete our record.
+#include <nlohmann/json.hpp>
+
+#include "instance/time.hpp"
+#include "protocol.hpp"
+
+namespace instance::detail {
+namespace {
+
+constexpr int kMaxRaces = 16;
+
+const Key& lease_key() {
+  static const Key key = *Key::parse("instances.lease");
+  return key;
+}
+
+struct Lease {
+  std::string holder;
+  std::uint64_t epoch = 0;
+  WallTime expires_at{};
+  std::string host;
+  std::optional<std::int64_t> pid;
+  std::string boot_id;
+  std::string pid_ns;
+  bool released = false;
+
+  // The lease as a record, for liveness and for naming the holder.
+  Record as_record() const {
+    return Record{.id = holder, .expires_at = expires_at, .host = host, .pid = pid,
+                  .boot_id = boot_id, .pid_ns = pid_ns};
+  }
+};
+
+std::string encode(const Lease& lease) {
+  nlohmann::ordered_json j;
+  j["holder"] = lease.holder;
+  j["epoch"] = lease.epoch;
+  j["expires_at"] = format_rfc3339(lease.expires_at);
+  j["host"] = lease.host;
+  if (lease.pid) j["pid"] = *lease.pid;
+  j["boot_id"] = lease.boot_id;
+  j["pid_ns"] = lease.pid_ns;
+  j["released"] = lease.released;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Result<Lease> decode(std::string_view bytes) {
+  auto bad = [](std::string_view why) {
+    return fail(Errc::malformed, "not a lease document: " + std::string(why));
+  };
+  const auto j = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
+  Lease lease;
+  try {
+    lease.holder = j.at("holder").get<std::string>();
+    lease.epoch = j.at("epoch").get<std::uint64_t>();
+    auto expires = parse_rfc3339(j.at("expires_at").get<std::string>());
+    if (!expires) return bad(expires.error().message);
+    lease.expires_at = *expires;
+    lease.host = j.value("host", "");
+    if (j.contains("pid")) lease.pid = j.at("pid").get<std::int64_t>();
+    lease.boot_id = j.value("boot_id", "");
+    lease.pid_ns = j.value("pid_ns", "");
+    lease.released = j.value("released", false);
+  } catch (const nlohmann::json::exception& e) {
+    return bad(e.what());
+  }
+  if (lease.holder.empty() || lease.epoch == 0) return bad("no holder or epoch");
+  return lease;
+}
+
+class Exclusive final : public Protocol {
+ public:
+  Mode mode() const noexcept override { return Mode::exclusive; }
+  std::string_view guarantee() const noexcept override {
+    return "mutual exclusion by compare-and-set on the store, with a fencing epoch; a holder "
+           "paused past its expiry is fenced by the epoch, not by the store";
+  }
+
+  std::expected<Holding, ClaimError> acquire(const Context& ctx, std::stop_token stop) override {
+    for (int race = 0; race < kMaxRaces; ++race) {
+      if (stop.stop_requested()) {
+        return std::unexpected(failure(Errc::cancelled, "claim cancelled"));
+      }
+      auto won = try_acquire(ctx, stop);
+      if (!won) return std::unexpected(std::move(won.error()));
+      if (*won) return finish(ctx, std::move(**won));
+      ctx.log.debug("lost a compare-and-set on the lease; reading it again");
+    }
+    return std::unexpected(failure(Errc::unavailable, "the lease on " + ctx.store.describe() +
+                                                          " changed under us " +
+                                                          std::to_string(kMaxRaces) + " times"));
+  }
+
+  Renewal renew(const Context& ctx, Holding& held) override {
+    const WallTime now = ctx.clock.wall();
+    Lease lease = ours(ctx, *held.epoch, now);
+    auto version = ctx.store.replace_if(lease_key(), encode(lease), held.lease_version);
+    if (!version) {
+      const Errc code = version.error().code;
+      if (code == Errc::conflict || code == Errc::not_found) {
+        return {Renewal::lost, Error{Errc::lost, "the lease was taken by another instance (" +
+                                                     version.error().message + ")"}};
+      }
+      return {Renewal::failed, version.error()};
+    }
+    held.lease_version = std::move(*version);
+    Record next = held.record;
+    next.renewed_at = now;
+    next.expires_at = lease.expires_at;
+    if (auto written = ctx.store.replace(ctx.record_key, encode_record(next)); written) {
+      held.record = std::move(next);
+    } else {
+      ctx.log.warn("lease renewed, but our record could not be rewritten",
+                   {{"error", written.error().message}});
+    }
+    return {};
+  }
+
+  Result<void> release(const Context& ctx, Holding& held) override {
+    Lease lease = ours(ctx, *held.epoch, ctx.clock.wall());
+    lease.released = true;
+    auto version = ctx.store.replace_if(lease_key(), encode(lease), held.lease_version);
+    if (!version && version.error().code != Errc::conflict &&
+        version.error().code != Errc::not_found) {
+      return std::unexpected(version.error());
+    }
+    auto removed = ctx.store.remove(ctx.record_key);
+    if (!removed && removed.error().code != Errc::not_found) return removed;
+    return {};
+  }
+
+ private:
+  static Lease ours(const Context& ctx, std::uint64_t epoch, WallTime now) {
+    return Lease{.holder = ctx.options.id, .epoch = epoch,
+                 .expires_at = now + ctx.options.ttl, .host = ctx.self.host,
+                 .pid = ctx.self.pid, .boot_id = ctx.self.boot_id, .pid_ns = ctx.self.pid_ns};
+  }
+
+  // One read-decide-write round: the holding when we won, nullopt when a
+  // compare-and-set lost (try again), a ClaimError when refused or failed.
+  static std::expected<std::optional<Holding>, ClaimError> try_acquire(const Context& ctx,
+                                                                       std::stop_token stop) {
+    auto doc = ctx.store.get(lease_key());
+    std::optional<Lease> current;
+    if (doc) {
+      auto lease = decode(doc->data);
+      if (!lease) {
+        // Unreadable counts as held; never overwrite what we cannot read.
+        return std::unexpected(refusal(lease_key(), std::nullopt, lease.error().message));
+      }
+      current = std::move(*lease);
+      if (current->holder != ctx.options.id && !current->released &&
+          is_live(ctx, current->as_record(), ctx.clock.wall(), *ctx.options.max_skew)) {
+        return std::unexpected(refusal(lease_key(), current->as_record(), "it holds the lease"));
+      }
+    } else if (doc.error().code != Errc::not_found) {
+      return std::unexpected(failure(doc.error().code,
+                                     "cannot read the lease: " + doc.error().message));
+    }
+
+    // The lease is ours to take; an original guard's live record still keeps
+    // us out (and stale records are cleaned up on the way).
+    const std::string previous = current ? current->holder : "";
+    const ScanRules rules{.reap = true, .margin = *ctx.options.max_skew,
+                          .blocks = [&](const Record& r) { return r.id != previous; }};
+    if (auto clear = scan_others(ctx, stop, rules); !clear) {
+      return std::unexpected(std::move(clear.error()));
+    }
+
+    const std::uint64_t epoch = current ? current->epoch + 1 : 1;
+    const std::string bytes = encode(ours(ctx, epoch, ctx.clock.wall()));
+    auto version = current ? ctx.store.replace_if(lease_key(), bytes, doc->version)
+                           : ctx.store.create(lease_key(), bytes);
+    if (!version) {
+      const Errc code = version.error().code;
+      if (code == Errc::conflict || code == Errc::already_exists || code == Errc::not_found) {
+        return std::optional<Holding>{};  // someone moved first
+      }
+      return std::unexpected(failure(code, "cannot write the lease: " + version.error().message));
+    }
+    return Holding{.lease_version = std::move(*version), .epoch = epoch};
+  }
+
+  std::expected<Holding, ClaimError> finish(const Context& ctx, Holding held) {
+    const WallTime now = ctx.clock.wall();
+    held.record = our_record(ctx, now, "");
+    if (auto written = ctx.store.replace(ctx.record_key, encode_record(held.record)); !written) {
+      const Error error = written.error();
+      (void)release(ctx, held);
+      return std::unexpected(failure(error.code, "cannot write our record: " + error.message));
+    }
+    return held;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Protocol> make_exclusive_protocol() { return std::make_unique<Exclusive>(); }
+
+}  // namespace instance::detail

@@ -1,0 +1,408 @@
+// The guard: options, the choice of protocol, and a granted claim's life
+// (renewals, self-fencing, loss, stand-down). The protocols themselves are
+// in announce.cpp, verify.cpp and exclusive.cpp.
+#include "instance/guard.hpp"
+
+#include <unistd.h>
+
+#include <array>
+#include <climits>
+#include <fstream>
+#include <mutex>
+#include <random>
+
+#include "instance/time.hpp"
+#include "protocol.hpp"
+
+namespace instance {
+
+std::string_view to_string(Mode mode) noexcept {
+  switch (mode) {
+    case Mode::automatic: return "auto";
+    case Mode::announce: return "announce";
+    case Mode::verify: return "verify";
+    case Mode::exclusive: return "exclusive";
+  }
+  return "unknown";
+}
+
+Result<Mode> parse_mode(std::string_view text) {
+  for (Mode m : {Mode::automatic, Mode::announce, Mode::verify, Mode::exclusive}) {
+    if (text == to_string(m)) return m;
+  }
+  return fail(Errc::invalid, "unknown mode \"" + std::string(text) +
+                                 "\" (choose auto, announce, verify or exclusive)");
+}
+
+namespace detail {
+
+// A granted claim. Renewal and fence tasks hold a weak_ptr, so a claim that
+// is gone is never renewed. `mu` serialises renewals, loss and stand-down.
+struct ClaimState : std::enable_shared_from_this<ClaimState> {
+  std::shared_ptr<Store> store;
+  std::shared_ptr<GuardOptions> options;
+  std::unique_ptr<Protocol> protocol;
+  Key key;
+  HostIdentity self;
+  std::string id;                   // never changes: read without the lock
+  Mode mode = Mode::announce;       // never changes
+  std::optional<std::uint64_t> epoch;  // never changes
+
+  mutable std::mutex mu;
+  Holding held;
+  ClaimStatus status = ClaimStatus::held;
+  std::optional<Error> loss;
+  TaskId renewal = 0;
+  TaskId fence = 0;
+  MonoTime deadline{};  // self-fencing: lost when no renewal succeeds by then
+
+  Context context() const {
+    return Context{*store, *options->clock, *options->logger, *options, key, self, mode};
+  }
+  Logger& log() const { return *options->logger; }
+  Duration period() const { return options->ttl / 3; }
+  // The write that succeeded started no later than `since`; our record and
+  // lease are good until since + ttl on our clock, and others may judge them
+  // max_skew early.
+  MonoTime deadline_after(MonoTime since) const {
+    return since + options->ttl - *options->max_skew;
+  }
+
+  void start(MonoTime acquired_since) {  // requires mu
+    schedule_renewal();
+    if (protocol->detects_loss()) arm_fence(deadline_after(acquired_since));
+  }
+
+  void schedule_renewal() {  // requires mu
+    renewal = options->scheduler->schedule(period(), [weak = weak_from_this()] {
+      if (auto self_ptr = weak.lock()) self_ptr->renew();
+    });
+  }
+
+  void arm_fence(MonoTime at) {  // requires mu
+    options->scheduler->cancel(fence);
+    deadline = at;
+    const Duration delay = std::max(Duration{0}, at - options->clock->monotonic());
+    fence = options->scheduler->schedule(delay, [weak = weak_from_this()] {
+      if (auto self_ptr = weak.lock()) self_ptr->check_fence();
+    });
+  }
+
+  void check_fence() {
+    std::unique_lock lock(mu);
+    if (status != ClaimStatus::held) return;
+    if (options->clock->monotonic() < deadline) {  // renewed meanwhile
+      return;
+    }
+    lose(lock, Error{Errc::lost, "no renewal succeeded for ttl - max-skew (" +
+                                     format_duration(options->ttl - *options->max_skew) +
+                                     "); another instance may take over now"});
+  }
+
+  void renew() {
+    std::unique_lock lock(mu);
+    if (status != ClaimStatus::held) return;
+    const MonoTime started = options->clock->monotonic();
+    const Context ctx = context();
+    const Renewal r = protocol->renew(ctx, held);
+    switch (r.outcome) {
+      case Renewal::renewed:
+        log().debug("renewed", {{"id", id}, {"expires_at", format_rfc3339(held.record.expires_at)}});
+        if (protocol->detects_loss()) {
+          if (options->clock->monotonic() >= deadline) {
+            // The write landed, but after our deadline: others may already
+            // have judged us gone.
+            lose(lock, Error{Errc::lost, "a renewal succeeded only after the self-fencing "
+                                         "deadline had passed"});
+            return;
+          }
+          arm_fence(deadline_after(started));
+        }
+        break;
+      case Renewal::failed:
+        log().warn("renewal failed; retrying next period",
+                   {{"id", id}, {"error", r.error.message},
+                    {"retry_in", format_duration(period())}});
+        break;
+      case Renewal::lost:
+        lose(lock, r.error);
+        return;
+    }
+    schedule_renewal();
+  }
+
+  // Ends a held claim as lost: stops renewing, withdraws what it can, and
+  // tells the holder (outside the lock, so the handler may stand down).
+  void lose(std::unique_lock<std::mutex>& lock, Error why) {
+    status = ClaimStatus::lost;
+    loss = why;
+    options->scheduler->cancel(renewal);
+    options->scheduler->cancel(fence);
+    log().error("claim lost", {{"id", id}, {"reason", why.message}});
+    // Our record no longer speaks for a holder; remove it if the store lets us.
+    if (auto removed = store->remove(key); !removed && removed.error().code != Errc::not_found) {
+      log().warn("could not remove our record after the loss", {{"error", removed.error().message}});
+    }
+    auto handler = options->on_lost;
+    lock.unlock();
+    if (handler) handler(why);
+  }
+
+  Result<void> stand_down() {
+    std::lock_guard lock(mu);
+    if (status != ClaimStatus::held) {
+      status = status == ClaimStatus::lost ? ClaimStatus::lost : ClaimStatus::released;
+      return {};
+    }
+    status = ClaimStatus::released;
+    options->scheduler->cancel(renewal);
+    options->scheduler->cancel(fence);
+    const Context ctx = context();
+    if (auto released = protocol->release(ctx, held); !released) {
+      log().warn("stand-down could not release the claim; it expires on its own",
+                 {{"id", id}, {"error", released.error().message},
+                  {"expires_at", format_rfc3339(held.record.expires_at)}});
+      return released;
+    }
+    log().info("stood down", {{"id", id}});
+    return {};
+  }
+};
+
+}  // namespace detail
+
+namespace {
+
+std::string random_id() {
+  std::random_device rd;
+  std::array<unsigned char, 8> bytes{};
+  for (auto& b : bytes) b = static_cast<unsigned char>(rd());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 0xF]);
+  }
+  return out;
+}
+
+std::string this_host() {
+  std::array<char, HOST_NAME_MAX + 1> name{};
+  if (gethostname(name.data(), name.size() - 1) != 0) return {};
+  return name.data();
+}
+
+std::string read_boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+std::string read_pid_ns() {
+  std::array<char, 128> buf{};
+  const ssize_t n = ::readlink("/proc/self/ns/pid", buf.data(), buf.size() - 1);
+  return n > 0 ? std::string(buf.data(), static_cast<std::size_t>(n)) : std::string{};
+}
+
+// Ids go into file names and JSON: valid UTF-8, no control characters, and
+// short enough that the escaped name fits a file name (255 bytes).
+Result<void> check_id(const std::string& id) {
+  auto bad = [&](std::string_view why) {
+    return fail(Errc::invalid, "instance id is unusable: " + std::string(why));
+  };
+  if (id.size() > 200) return bad("longer than 200 bytes");
+  for (std::size_t i = 0; i < id.size();) {
+    const auto c = static_cast<unsigned char>(id[i]);
+    if (c < 0x20 || c == 0x7F) return bad("contains a control character");
+    const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3
+                                          : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > id.size()) return bad("not valid UTF-8");
+    for (std::size_t k = 1; k < len; ++k) {
+      if ((static_cast<unsigned char>(id[i + k]) >> 6) != 0x2) return bad("not valid UTF-8");
+    }
+    i += len;
+  }
+  if (auto key = record_key(id); !key) return bad(key.error().message);
+  else if (key->str().size() - records_prefix().str().size() - 1 > 255) {
+    return bad("its escaped form is longer than 255 bytes");
+  }
+  return {};
+}
+
+std::unique_ptr<detail::Protocol> make_protocol(Mode mode) {
+  switch (mode) {
+    case Mode::verify: return detail::make_verify_protocol();
+    case Mode::exclusive: return detail::make_exclusive_protocol();
+    default: return detail::make_announce_protocol();
+  }
+}
+
+}  // namespace
+
+Guard::Guard(std::shared_ptr<Store> store, GuardOptions options)
+    : store_(std::move(store)),
+      options_(std::make_shared<GuardOptions>(std::move(options))),
+      key_(*record_key(options_->id)) {}
+
+Result<Guard> Guard::create(std::shared_ptr<Store> store, GuardOptions options) {
+  if (store == nullptr) return fail(Errc::invalid, "the guard needs a store; got none");
+  if (options.ttl <= Duration::zero()) {
+    return fail(Errc::invalid, "ttl must be positive; got " + format_duration(options.ttl));
+  }
+  if (!options.max_skew) {
+    options.max_skew = std::min<Duration>(std::chrono::seconds(5), options.ttl / 10);
+  }
+  if (*options.max_skew < Duration::zero() || *options.max_skew * 2 >= options.ttl) {
+    return fail(Errc::invalid, "max-skew (" + format_duration(*options.max_skew) +
+                                   ") must be at least 0 and less than half the ttl (" +
+                                   format_duration(options.ttl) + ")");
+  }
+  if (options.settle < Duration::zero() || options.settle >= options.ttl / 3) {
+    return fail(Errc::invalid, "settle (" + format_duration(options.settle) +
+                                   ") must be at least 0 and less than a third of the ttl");
+  }
+  if (options.id.empty()) options.id = random_id();
+  if (auto ok = check_id(options.id); !ok) return std::unexpected(ok.error());
+  if (options.host.empty()) options.host = this_host();
+  if (!options.pid) options.pid = static_cast<std::int64_t>(::getpid());
+  if (options.boot_id.empty()) options.boot_id = read_boot_id();
+  if (options.pid_ns.empty()) options.pid_ns = read_pid_ns();
+  if (!options.clock) options.clock = system_clock();
+  if (!options.scheduler) options.scheduler = thread_scheduler();
+  if (!options.logger) options.logger = null_logger();
+  return Guard(std::move(store), std::move(options));
+}
+
+Result<Mode> Guard::resolve_mode() {
+  const Capabilities caps = store_->capabilities();
+  switch (options_->mode) {
+    case Mode::automatic:
+      return caps.conditional_writes ? Mode::exclusive : Mode::verify;
+    case Mode::exclusive:
+      if (!caps.conditional_writes) {
+        return fail(Errc::unsupported,
+                    store_->describe() + " offers no conditional writes, so exclusive mode is "
+                                         "impossible; use --mode verify (or auto)");
+      }
+      return Mode::exclusive;
+    default:
+      return options_->mode;
+  }
+}
+
+std::expected<Claim, ClaimError> Guard::claim(std::stop_token stop) {
+  if (stop.stop_requested()) {
+    return std::unexpected(detail::failure(Errc::cancelled, "claim cancelled"));
+  }
+  auto mode = resolve_mode();
+  if (!mode) return std::unexpected(ClaimError{mode.error(), std::nullopt});
+
+  auto state = std::make_shared<detail::ClaimState>();
+  state->store = store_;
+  state->options = options_;
+  state->protocol = make_protocol(*mode);
+  state->key = key_;
+  state->self = detail::HostIdentity{options_->host, options_->boot_id, options_->pid_ns,
+                                     *options_->pid};
+  state->id = options_->id;
+  state->mode = *mode;
+
+  const MonoTime since = options_->clock->monotonic();
+  auto held = state->protocol->acquire(state->context(), stop);
+  if (!held) return std::unexpected(std::move(held.error()));
+  state->epoch = held->epoch;
+  {
+    std::lock_guard lock(state->mu);
+    state->held = std::move(*held);
+    state->start(since);
+  }
+  std::vector<LogField> fields{{"id", options_->id},
+                               {"store", store_->describe()},
+                               {"mode", std::string(to_string(*mode))},
+                               {"guarantee", std::string(state->protocol->guarantee())},
+                               {"ttl", format_duration(options_->ttl)}};
+  if (state->epoch) fields.push_back({"epoch", std::to_string(*state->epoch)});
+  options_->logger->log(LogLevel::info, "claimed", fields);
+  return Claim(std::move(state));
+}
+
+std::expected<Claim, ClaimError> Guard::claim_waiting(const WaitOptions& wait,
+                                                      std::stop_token stop) {
+  Clock& clock = *options_->clock;
+  const MonoTime start = clock.monotonic();
+  std::mt19937_64 rng{std::random_device{}()};
+  Duration poll = wait.poll_min;
+  std::optional<std::string> told;  // the holder we last said we wait for
+  while (true) {
+    auto claimed = claim(stop);
+    if (claimed || claimed.error().error.code != Errc::another_instance) return claimed;
+    const auto& holder = claimed.error().holder;
+    const std::string who = holder && holder->record ? holder->record->id
+                                                     : holder ? holder->key.str() : "";
+    if (wait.on_wait && told != who) wait.on_wait(claimed.error());
+    told = who;
+    const Duration waited = clock.monotonic() - start;
+    if (wait.timeout > Duration{0} && waited >= wait.timeout) return claimed;
+    // Back off with jitter, so waiters spread out, but never past max.
+    std::uniform_int_distribution<Duration::rep> jitter(0, poll.count() / 2);
+    Duration nap = poll / 2 + Duration{jitter(rng)} + poll / 4;
+    if (wait.timeout > Duration{0}) nap = std::min(nap, wait.timeout - waited);
+    if (!clock.sleep_for(nap, stop)) {
+      return std::unexpected(detail::failure(Errc::cancelled, "wait cancelled"));
+    }
+    poll = std::min(wait.poll_max, poll * 2);
+  }
+}
+
+Claim::Claim(std::shared_ptr<detail::ClaimState> state) : state_(std::move(state)) {}
+Claim::Claim(Claim&&) noexcept = default;
+Claim& Claim::operator=(Claim&& other) noexcept {
+  if (this != &other) {
+    if (state_) (void)state_->stand_down();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+Claim::~Claim() {
+  if (state_) (void)state_->stand_down();
+}
+
+const std::string& Claim::id() const noexcept { return state_->id; }
+const Key& Claim::key() const noexcept { return state_->key; }
+Mode Claim::mode() const noexcept { return state_->mode; }
+std::string_view Claim::guarantee() const noexcept { return state_->protocol->guarantee(); }
+std::optional<std::uint64_t> Claim::epoch() const noexcept { return state_->epoch; }
+
+Record Claim::record() const {
+  std::lock_guard lock(state_->mu);
+  return state_->held.record;
+}
+
+ClaimStatus Claim::status() const noexcept {
+  if (!state_) return ClaimStatus::released;
+  std::lock_guard lock(state_->mu);
+  return state_->status;
+}
+
+bool Claim::active() const noexcept { return status() == ClaimStatus::held; }
+
+std::optional<MonoTime> Claim::fence_deadline() const {
+  std::lock_guard lock(state_->mu);
+  if (state_->status != ClaimStatus::held || !state_->protocol->detects_loss()) {
+    return std::nullopt;
+  }
+  return state_->deadline;
+}
+
+std::optional<Error> Claim::loss() const {
+  std::lock_guard lock(state_->mu);
+  return state_->loss;
+}
+
+Result<void> Claim::stand_down() {
+  if (!state_) return {};
+  return state_->stand_down();
+}
+
+}  // namespace instance

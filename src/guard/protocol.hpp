@@ -1,0 +1,105 @@
+// Internal: the interface every claim protocol implements, and what they
+// share. One protocol per file: announce.cpp, verify.cpp, exclusive.cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+
+#include "instance/guard.hpp"
+
+namespace instance::detail {
+
+// Who we are, for telling our own host's dead processes apart.
+struct HostIdentity {
+  std::string host;
+  std::string boot_id;
+  std::string pid_ns;
+  std::int64_t pid = 0;
+};
+
+// Everything a protocol may use. The guard owns it; protocols never touch a
+// clock, a thread or a store other than these.
+struct Context {
+  Store& store;
+  Clock& clock;
+  Logger& log;
+  const GuardOptions& options;
+  const Key& record_key;
+  HostIdentity self;
+  Mode mode = Mode::announce;  // the protocol in force
+};
+
+// What a protocol keeps from acquire to release.
+struct Holding {
+  Record record;                      // our record as last written
+  std::string lease_version;          // exclusive: the lease's version we wrote
+  std::optional<std::uint64_t> epoch;  // exclusive: the fencing epoch
+};
+
+struct Renewal {
+  enum Outcome { renewed, failed, lost } outcome = renewed;
+  Error error;  // why, unless renewed
+};
+
+class Protocol {
+ public:
+  virtual ~Protocol() = default;
+  virtual Mode mode() const noexcept = 0;
+  virtual std::string_view guarantee() const noexcept = 0;
+  // Whether a claim can be lost (and so self-fences).
+  virtual bool detects_loss() const noexcept { return true; }
+
+  virtual std::expected<Holding, ClaimError> acquire(const Context& ctx, std::stop_token stop) = 0;
+  // Called every ttl/3; `failed` is retried next period, `lost` ends the claim.
+  virtual Renewal renew(const Context& ctx, Holding& held) = 0;
+  // Gives the claim up; best effort, the claim is over either way.
+  virtual Result<void> release(const Context& ctx, Holding& held) = 0;
+};
+
+std::unique_ptr<Protocol> make_announce_protocol();
+std::unique_ptr<Protocol> make_verify_protocol();
+std::unique_ptr<Protocol> make_exclusive_protocol();
+
+// ---- Shared by the protocols (records.cpp) --------------------------------
+
+// A fresh record of ours for `now`.
+Record our_record(const Context& ctx, WallTime now, std::string_view state);
+
+// Whether a record of another instance still counts as live at `now`:
+// before its expiry plus `margin`, unless it comes from a process on this
+// host (same boot and pid namespace) that no longer exists.
+bool is_live(const Context& ctx, const Record& record, WallTime now, Duration margin);
+
+// The refusal naming the holder; `record` absent when unreadable.
+ClaimError refusal(const Key& key, std::optional<Record> record, std::string_view detail);
+// A claim that failed for another reason.
+ClaimError failure(Errc code, std::string message);
+
+// What a scan found in one record.
+struct Seen {
+  Key key;
+  Record record;
+};
+
+struct ScanRules {
+  // Delete records that are no longer live (conditionally where possible).
+  bool reap = true;
+  // Skew margin for liveness (0 in announce mode).
+  Duration margin{0};
+  // Whether a live record blocks us; all live records when empty.
+  std::function<bool(const Record&)> blocks;
+};
+
+// Reads every record under instances/ except ours (by id), and refuses at the
+// first unreadable record or blocking live one. A failed listing or read
+// fails the scan (it cannot tell what it did not see).
+std::expected<void, ClaimError> scan_others(const Context& ctx, std::stop_token stop,
+                                            const ScanRules& rules);
+
+// The live records of others that `rules.blocks` selects, without refusing.
+Result<std::vector<Seen>> live_others(const Context& ctx, const ScanRules& rules);
+
+}  // namespace instance::detail

@@ -1,0 +1,135 @@
+// Internal: what the claim protocols share about instance records: building
+// ours, judging others' liveness, and scanning instances/.
+#include <signal.h>
+
+#include <cerrno>
+
+#include "instance/time.hpp"
+#include "protocol.hpp"
+
+namespace instance::detail {
+namespace {
+
+bool same_host(const Context& ctx, const Record& record) {
+  return !record.host.empty() && record.host == ctx.self.host && !record.boot_id.empty() &&
+         record.boot_id == ctx.self.boot_id && !record.pid_ns.empty() &&
+         record.pid_ns == ctx.self.pid_ns;
+}
+
+bool process_gone(std::int64_t pid) {
+  if (pid <= 0 || pid > INT32_MAX) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+// One record of another instance: nullopt when it does not concern us (gone,
+// ours, or no longer live and so reaped), the record when live, a ClaimError
+// when it cannot be judged.
+std::expected<std::optional<Record>, ClaimError> examine(const Context& ctx, const Key& key,
+                                                         const ScanRules& rules) {
+  auto doc = ctx.store.get(key);
+  if (!doc && doc.error().code == Errc::not_found) return std::nullopt;  // gone since listed
+  if (!doc && doc.error().code != Errc::malformed) {
+    return std::unexpected(failure(doc.error().code, "cannot read " + key.str() +
+                                                         ", so it counts as live: " +
+                                                         doc.error().message));
+  }
+  auto record = doc ? decode_record(doc->data) : std::unexpected(doc.error());
+  if (!record) return std::unexpected(refusal(key, std::nullopt, record.error().message));
+  if (record->id == ctx.options.id) return std::nullopt;  // our own, whatever its file name
+  if (is_live(ctx, *record, ctx.clock.wall(), rules.margin)) return std::move(*record);
+  if (!rules.reap) return std::nullopt;
+
+  // Not live: delete it, where the store can only if it is still the bytes we
+  // judged, so a record rewritten meanwhile by a restarted instance stays.
+  const bool conditional = ctx.store.capabilities().conditional_writes && !doc->version.empty();
+  auto removed = conditional ? ctx.store.remove_if(key, doc->version) : ctx.store.remove(key);
+  if (removed) {
+    ctx.log.info("removed a stale record", {{"key", key.str()},
+                                            {"expired_at", format_rfc3339(record->expires_at)}});
+  } else if (removed.error().code != Errc::not_found) {
+    ctx.log.warn("could not remove a stale record",
+                 {{"key", key.str()}, {"error", removed.error().message}});
+  }
+  return std::nullopt;
+}
+
+std::string describe_holder(const Key& key, const std::optional<Record>& record) {
+  if (!record) return "the record " + key.str() + " cannot be read, so it counts as live";
+  std::string out = "holder id=" + record->id;
+  if (!record->host.empty()) out += " host=" + record->host;
+  if (record->pid) out += " pid=" + std::to_string(*record->pid);
+  return out + ", its record expires at " + format_rfc3339(record->expires_at);
+}
+
+}  // namespace
+
+Record our_record(const Context& ctx, WallTime now, std::string_view state) {
+  return Record{.id = ctx.options.id,
+                .started_at = now,
+                .expires_at = now + ctx.options.ttl,
+                .host = ctx.self.host,
+                .pid = ctx.self.pid,
+                .renewed_at = now,
+                .boot_id = ctx.self.boot_id,
+                .pid_ns = ctx.self.pid_ns,
+                .mode = std::string(to_string(ctx.mode)),
+                .state = std::string(state)};
+}
+
+bool is_live(const Context& ctx, const Record& record, WallTime now, Duration margin) {
+  if (same_host(ctx, record) && record.pid && *record.pid != ctx.self.pid &&
+      process_gone(*record.pid)) {
+    return false;  // its process died on this host: stale now, whatever its expiry
+  }
+  return now < record.expires_at + margin;
+}
+
+ClaimError refusal(const Key& key, std::optional<Record> record, std::string_view detail) {
+  std::string message = std::string(kAnotherInstanceMessage) + " (" + describe_holder(key, record);
+  if (!detail.empty()) message += ": " + std::string(detail);
+  message += ")";
+  return ClaimError{Error{Errc::another_instance, std::move(message)},
+                    ClaimError::Holder{key, std::move(record)}};
+}
+
+ClaimError failure(Errc code, std::string message) {
+  return ClaimError{Error{code, std::move(message)}, std::nullopt};
+}
+
+std::expected<void, ClaimError> scan_others(const Context& ctx, std::stop_token stop,
+                                            const ScanRules& rules) {
+  auto keys = ctx.store.list(records_prefix());
+  if (!keys) {
+    return std::unexpected(
+        failure(keys.error().code, "cannot list the instance records: " + keys.error().message));
+  }
+  for (const Key& key : *keys) {
+    if (stop.stop_requested()) {
+      return std::unexpected(failure(Errc::cancelled, "claim cancelled"));
+    }
+    auto live = examine(ctx, key, rules);
+    if (!live) return std::unexpected(std::move(live.error()));
+    if (*live && (!rules.blocks || rules.blocks(**live))) {
+      return std::unexpected(refusal(key, std::move(**live), ""));
+    }
+  }
+  return {};
+}
+
+Result<std::vector<Seen>> live_others(const Context& ctx, const ScanRules& rules) {
+  auto keys = ctx.store.list(records_prefix());
+  if (!keys) return std::unexpected(keys.error());
+  std::vector<Seen> out;
+  for (const Key& key : *keys) {
+    auto live = examine(ctx, key, rules);
+    if (!live) {
+      ctx.log.warn("a record could not be judged", {{"key", key.str()},
+                                                    {"error", live.error().error.message}});
+      continue;
+    }
+    if (*live && (!rules.blocks || rules.blocks(**live))) out.push_back({key, std::move(**live)});
+  }
+  return out;
+}
+
+}  // namespace instance::detail

@@ -1,0 +1,120 @@
+// verify: exclusion without compare-and-set: write, settle, scan
+// (guard-protocols.md, section 4).
+//
+//   acquire  1. scan: refuse beside any live or unreadable record of another
+//               id (and reap stale ones);
+//            2. write our record in state "claiming";
+//            3. wait `settle`, the store's longest visibility lag;
+//            4. scan again: any other live record, claiming or held -> remove
+//               ours and refuse (never "lowest id wins": a contender that
+//               already passed its scan without seeing us would run beside us);
+//            5. rewrite ours as held.
+//   renew    rewrite ours, then scan: another live held record is a collision
+//            the protocol could not prevent (a partition, a lag beyond
+//            settle); the later claimant by (started_at, id) has lost.
+//   release  delete ours.
+//
+// Why two contenders cannot both pass step 4: let wA, wB be the moments
+// their step-2 writes are acknowledged. A's second scan starts at
+// sA >= wA + settle; if it misses B's record then sA < wB + settle, so
+// wA < wB. If B's also misses A's, wB < wA. Both cannot hold.
+#include "instance/time.hpp"
+#include "protocol.hpp"
+
+namespace instance::detail {
+namespace {
+
+constexpr std::string_view kClaiming = "claiming";
+
+class Verify final : public Protocol {
+ public:
+  Mode mode() const noexcept override { return Mode::verify; }
+  std::string_view guarantee() const noexcept override {
+    return "mutual exclusion while the store shows every acknowledged write within the settle "
+           "time and clocks stay within max-skew";
+  }
+
+  std::expected<Holding, ClaimError> acquire(const Context& ctx, std::stop_token stop) override {
+    const ScanRules first{.reap = true, .margin = *ctx.options.max_skew};
+    if (auto clear = scan_others(ctx, stop, first); !clear) {
+      return std::unexpected(std::move(clear.error()));
+    }
+    Holding held{.record = our_record(ctx, ctx.clock.wall(), kClaiming)};
+    if (auto written = ctx.store.replace(ctx.record_key, encode_record(held.record)); !written) {
+      return std::unexpected(failure(written.error().code,
+                                     "cannot write our record: " + written.error().message));
+    }
+    if (!ctx.clock.sleep_for(ctx.options.settle, stop)) {
+      withdraw(ctx);
+      return std::unexpected(failure(Errc::cancelled, "claim cancelled"));
+    }
+    // Second scan: every other live record blocks, claiming or held. Nothing
+    // is reaped here; the first scan did that.
+    const ScanRules second{.reap = false, .margin = *ctx.options.max_skew};
+    if (auto clear = scan_others(ctx, stop, second); !clear) {
+      withdraw(ctx);
+      return std::unexpected(std::move(clear.error()));
+    }
+    held.record.state.clear();  // held
+    const WallTime now = ctx.clock.wall();
+    held.record.renewed_at = now;
+    held.record.expires_at = now + ctx.options.ttl;
+    if (auto written = ctx.store.replace(ctx.record_key, encode_record(held.record)); !written) {
+      withdraw(ctx);
+      return std::unexpected(failure(written.error().code,
+                                     "cannot mark our record held: " + written.error().message));
+    }
+    return held;
+  }
+
+  Renewal renew(const Context& ctx, Holding& held) override {
+    Record next = held.record;
+    const WallTime now = ctx.clock.wall();
+    next.renewed_at = now;
+    next.expires_at = now + ctx.options.ttl;
+    if (auto written = ctx.store.replace(ctx.record_key, encode_record(next)); !written) {
+      return {Renewal::failed, written.error()};
+    }
+    held.record = std::move(next);
+
+    // Contenders still claiming will see us and withdraw; only a held record
+    // is a collision.
+    const ScanRules rules{.reap = false, .margin = *ctx.options.max_skew,
+                          .blocks = [](const Record& r) { return r.state != kClaiming; }};
+    auto others = live_others(ctx, rules);
+    if (!others) return {Renewal::failed, others.error()};
+    for (const Seen& other : *others) {
+      const bool we_are_later = std::tie(held.record.started_at, held.record.id) >
+                                std::tie(other.record.started_at, other.record.id);
+      if (we_are_later) {
+        return {Renewal::lost,
+                Error{Errc::lost, "collision: " + other.record.id + " (" + other.key.str() +
+                                      ") claimed before us and is still live"}};
+      }
+      ctx.log.warn("collision: a later instance holds too; it should stand down",
+                   {{"other", other.record.id}, {"key", other.key.str()}});
+    }
+    return {};
+  }
+
+  Result<void> release(const Context& ctx, Holding&) override {
+    auto removed = ctx.store.remove(ctx.record_key);
+    if (!removed && removed.error().code == Errc::not_found) return {};
+    return removed;
+  }
+
+ private:
+  static void withdraw(const Context& ctx) {
+    if (auto removed = ctx.store.remove(ctx.record_key);
+        !removed && removed.error().code != Errc::not_found) {
+      ctx.log.warn("could not withdraw our claiming record; it expires on its own",
+                   {{"key", ctx.record_key.str()}, {"error", removed.error().message}});
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Protocol> make_verify_protocol() { return std::make_unique<Verify>(); }
+
+}  // namespace instance::detail

@@ -1,0 +1,726 @@
+// The directory store (contract: include/instance/stores/directory.hpp).
+//
+// Layout under the root:
+//   <root>/<seg>/<seg>/...  one file per document; its path is the key's
+//                           escaped form (canonical segments are safe names)
+//   <root>/tmp~/            temporary files, renamed into place once complete
+//   <root>/lock~            flock()ed around every write, so that
+//                           read-compare-write is atomic across threads and
+//                           processes; holds the last timestamp issued
+// '~' is always escaped in keys, so no key can name the store's own files.
+//
+// Readers take no lock: a document is only ever replaced by rename, so a
+// reader sees the old file or the new one, never a mix of both.
+//
+// Versions are "<inode>-<mtime ns>-<size>-<fnv1a64 of the bytes>" in hex.
+// Every write stamps its file with an mtime strictly later than any stamp
+// this root issued before (the last one is kept in lock~), so a version does
+// not repeat even when the file system reuses an inode for identical bytes.
+//
+// Symbolic links: the root itself may be reached through one (the caller
+// chose it). Below the root every folder is opened with
+// O_NOFOLLOW|O_DIRECTORY and every file with O_NOFOLLOW, so a link is refused
+// (Errc::permission) and its target is never read, written or listed.
+//
+// Thread safety: the store has no mutable state; every call opens its own
+// descriptors, and flock() locks belong to an open file description, so
+// threads of one process exclude each other like separate processes do.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <expected>
+#include <ctime>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "instance/stores/directory.hpp"
+
+namespace instance {
+namespace {
+
+constexpr char kTempFolder[] = "tmp~";
+constexpr char kLockFile[] = "lock~";
+
+// ---------------------------------------------------------------------------
+// Small RAII helpers.
+
+// Owns one file descriptor; closes it on destruction.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) noexcept : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) reset(std::exchange(other.fd_, -1));
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+
+  int get() const noexcept { return fd_; }
+  int release() noexcept { return std::exchange(fd_, -1); }
+  void reset(int fd = -1) noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct DirCloser {
+  void operator()(DIR* dir) const noexcept { ::closedir(dir); }
+};
+using DirStream = std::unique_ptr<DIR, DirCloser>;
+
+// ---------------------------------------------------------------------------
+// Pure helpers.
+
+std::uint64_t fnv1a64(std::string_view data) noexcept {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char c : data) {
+    hash ^= c;
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+std::uint64_t mtime_ns(const struct stat& st) noexcept {
+  return static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1'000'000'000ULL +
+         static_cast<std::uint64_t>(st.st_mtim.tv_nsec);
+}
+
+std::string version_of(const struct stat& st, std::string_view data) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%llx-%llx-%llx-%016llx",
+                static_cast<unsigned long long>(st.st_ino),
+                static_cast<unsigned long long>(mtime_ns(st)),
+                static_cast<unsigned long long>(st.st_size),
+                static_cast<unsigned long long>(fnv1a64(data)));
+  return buf;
+}
+
+// A file name as it may safely appear in a message or a log line: control
+// bytes, quotes, backslashes and non-ASCII bytes become \xNN.
+std::string printable(std::string_view name) {
+  std::string out = "\"";
+  for (unsigned char c : name) {
+    if (c < 0x20 || c >= 0x7F || c == '"' || c == '\\') {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out + "\"";
+}
+
+std::string join(std::span<const std::string> segments) {
+  std::string out;
+  for (const auto& s : segments) {
+    if (!out.empty()) out.push_back('/');
+    out += s;
+  }
+  return out;
+}
+
+Errc errc_from_errno(int err) noexcept {
+  switch (err) {
+    case ENOENT: return Errc::not_found;
+    case EEXIST: return Errc::already_exists;
+    case EACCES:
+    case EPERM:
+    case EROFS:
+    case ELOOP: return Errc::permission;
+    case ENOSPC:
+    case EDQUOT: return Errc::no_space;
+    case ENAMETOOLONG: return Errc::invalid;
+    default: return Errc::unavailable;
+  }
+}
+
+enum class Kind { missing, regular, folder, symlink, other };
+
+// What `name` in `dir` is, without following a link; the errno on failure.
+std::expected<Kind, int> kind_of(int dir, const std::string& name) {
+  struct stat st {};
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return Kind::missing;
+    return std::unexpected(errno);
+  }
+  if (S_ISLNK(st.st_mode)) return Kind::symlink;
+  if (S_ISDIR(st.st_mode)) return Kind::folder;
+  if (S_ISREG(st.st_mode)) return Kind::regular;
+  return Kind::other;
+}
+
+// Writes all of `data`; the errno on failure.
+std::expected<void, int> write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::unexpected(errno);
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------
+// Error messages: "<op> <key> in file:///root: <detail>".
+
+class Context {
+ public:
+  Context(std::string_view op, const Key& key, const std::string& where)
+      : op_(op), key_(key), where_(where) {}
+
+  const Key& key() const noexcept { return key_; }
+
+  std::unexpected<Error> fail(Errc code, std::string_view detail) const {
+    std::string msg(op_);
+    if (!key_.empty()) msg += " " + key_.str();
+    msg += " in " + where_ + ": ";
+    msg += detail;
+    return std::unexpected(Error{code, std::move(msg)});
+  }
+
+  // `what` says what failed ("cannot open folder instances").
+  std::unexpected<Error> fail_errno(int err, std::string_view what) const {
+    if (err == ELOOP) return fail(Errc::permission, std::string(what) + ": symbolic link refused");
+    return fail(errc_from_errno(err),
+                std::string(what) + ": " + std::generic_category().message(err));
+  }
+
+  std::unexpected<Error> symlink(std::string_view rel) const {
+    return fail(Errc::permission,
+                std::string(rel) +
+                    " is a symbolic link; the directory store refuses symbolic links below its "
+                    "root (replace the link with the real folder or file)");
+  }
+
+ private:
+  std::string_view op_;
+  const Key& key_;
+  const std::string& where_;
+};
+
+// Precondition shared by the writes: a document key and a document that fits.
+Result<void> check_write(const Context& ctx, std::string_view data) {
+  if (ctx.key().empty()) return ctx.fail(Errc::invalid, "the root key is not a document");
+  if (data.size() > kMaxDocumentSize) {
+    return ctx.fail(Errc::invalid, "document of " + std::to_string(data.size()) +
+                                       " bytes exceeds the 1 MiB cap");
+  }
+  return {};
+}
+
+// Opens the existing folder `name` in `dir` without following a link.
+// Errc::not_found when it is missing or is a document.
+Result<UniqueFd> open_subfolder(const Context& ctx, int dir, const std::string& name,
+                                const std::string& rel) {
+  const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) return UniqueFd(fd);
+  const int err = errno;
+  if (err == ENOTDIR || err == ELOOP) {
+    const auto kind = kind_of(dir, name);
+    if (kind && *kind == Kind::symlink) return ctx.symlink(rel);
+    return ctx.fail(Errc::not_found, rel + " is a document, not a folder");
+  }
+  return ctx.fail_errno(err, "cannot open folder " + rel);
+}
+
+// Opens (with `create`, makes first) the folder `segments` below `root`, one
+// segment at a time, never following a link. A new folder's parent is
+// synced so that the folder survives a crash.
+Result<UniqueFd> open_folder(const Context& ctx, int root, std::span<const std::string> segments,
+                             bool create) {
+  UniqueFd current(::dup(root));
+  if (current.get() < 0) return ctx.fail_errno(errno, "cannot duplicate the root descriptor");
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    const std::string rel = join(segments.first(i + 1));
+    auto next = open_subfolder(ctx, current.get(), segments[i], rel);
+    if (!next && create && next.error().code == Errc::not_found) {
+      if (::mkdirat(current.get(), segments[i].c_str(), 0777) == 0) {
+        ::fsync(current.get());
+      } else if (errno != EEXIST) {
+        return ctx.fail_errno(errno, "cannot create folder " + rel);
+      }
+      next = open_subfolder(ctx, current.get(), segments[i], rel);
+      if (!next && next.error().code == Errc::not_found) {
+        return ctx.fail(Errc::invalid, rel + " is a document, so it cannot hold " + ctx.key().str());
+      }
+    }
+    if (!next) return std::unexpected(next.error());
+    current = std::move(*next);
+  }
+  return current;
+}
+
+// Reads the document `leaf` in `parent` (`rel` names it in messages). A link
+// is refused; anything but a regular file of at most kMaxDocumentSize bytes
+// is Errc::malformed and left alone. A FIFO or device is never opened.
+Result<Document> read_document(const Context& ctx, int parent, const std::string& leaf,
+                               const std::string& rel) {
+  const auto kind = kind_of(parent, leaf);
+  if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + rel);
+  switch (*kind) {
+    case Kind::missing: return ctx.fail(Errc::not_found, "not found");
+    case Kind::symlink: return ctx.symlink(rel);
+    case Kind::folder:
+      return ctx.fail(Errc::malformed, rel + " is a folder where a document should be");
+    case Kind::other: return ctx.fail(Errc::malformed, rel + " is not a regular file");
+    case Kind::regular: break;
+  }
+  UniqueFd fd(::openat(parent, leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) return ctx.fail(Errc::not_found, "not found");
+    return ctx.fail_errno(errno, "cannot open " + rel);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return ctx.fail_errno(errno, "cannot inspect " + rel);
+  if (!S_ISREG(st.st_mode)) return ctx.fail(Errc::malformed, rel + " is not a regular file");
+  auto oversized = [&](std::string_view size) {
+    return ctx.fail(Errc::malformed, rel + " is " + std::string(size) +
+                                         " bytes, over the 1 MiB document cap; left in place");
+  };
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxDocumentSize) {
+    return oversized(std::to_string(st.st_size));
+  }
+  std::string data(kMaxDocumentSize + 1, '\0');
+  std::size_t got = 0;
+  while (got < data.size()) {
+    const ssize_t n = ::read(fd.get(), data.data() + got, data.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ctx.fail_errno(errno, "cannot read " + rel);
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  if (got > kMaxDocumentSize) return oversized("more than " + std::to_string(kMaxDocumentSize));
+  data.resize(got);
+  std::string version = version_of(st, data);
+  return Document{std::move(data), std::move(version)};
+}
+
+// ---------------------------------------------------------------------------
+// Writing.
+
+// The exclusive lock on <root>/lock~, held for the lifetime of the object.
+class WriteLock {
+ public:
+  static Result<WriteLock> acquire(const Context& ctx, int root) {
+    int fd = ::openat(root, kLockFile, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    const bool writable = fd >= 0;
+    if (fd < 0 && errno == EACCES) {
+      // Someone else's lock file can still be locked read-only; when there is
+      // none, the folder is read-only and EACCES is the answer.
+      fd = ::openat(root, kLockFile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0 && errno == ENOENT) errno = EACCES;
+    }
+    if (fd < 0) return ctx.fail_errno(errno, std::string("cannot open the lock file ") + kLockFile);
+    WriteLock lock(UniqueFd(fd), writable);
+    while (::flock(lock.fd_.get(), LOCK_EX) != 0) {
+      if (errno != EINTR) return ctx.fail_errno(errno, std::string("cannot lock ") + kLockFile);
+    }
+    return lock;
+  }
+
+  // A timestamp strictly later than every one issued under this lock file
+  // before (and no earlier than now).
+  struct timespec next_stamp() {
+    char buf[32] = {};
+    std::int64_t last = 0;
+    const ssize_t n = ::pread(fd_.get(), buf, sizeof buf - 1, 0);
+    if (n > 0) std::from_chars(buf, buf + n, last);  // garbage reads as 0
+    struct timespec now {};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    const std::int64_t stamp =
+        std::max<std::int64_t>(std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec, last + 1);
+    if (writable_) {
+      const int len = std::snprintf(buf, sizeof buf, "%020lld\n", static_cast<long long>(stamp));
+      // A failed write is not fatal: this stamp is still later than now and
+      // than the last one; only the next writer's guarantee weakens.
+      [[maybe_unused]] const ssize_t written =
+          ::pwrite(fd_.get(), buf, static_cast<std::size_t>(len), 0);
+    }
+    return {.tv_sec = stamp / 1'000'000'000, .tv_nsec = stamp % 1'000'000'000};
+  }
+
+ private:
+  WriteLock(UniqueFd fd, bool writable) : fd_(std::move(fd)), writable_(writable) {}
+  UniqueFd fd_;
+  bool writable_;
+};
+
+// A new file in tmp~, removed again unless commit() is called.
+class TempFile {
+ public:
+  static Result<TempFile> create(const Context& ctx, int temp_folder) {
+    static std::atomic<std::uint64_t> counter{0};
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      std::string name = std::to_string(::getpid()) + "-" + std::to_string(++counter) + ".tmp";
+      const int fd = ::openat(temp_folder, name.c_str(),
+                              O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+      if (fd >= 0) return TempFile(temp_folder, std::move(name), UniqueFd(fd));
+      if (errno != EEXIST) {
+        return ctx.fail_errno(errno, std::string("cannot create a temporary file in ") +
+                                         kTempFolder);
+      }
+    }
+    return ctx.fail(Errc::unavailable,
+                    std::string("cannot find a free temporary file name in ") + kTempFolder);
+  }
+  TempFile(TempFile&& other) noexcept
+      : folder_(other.folder_), name_(std::move(other.name_)), fd_(std::move(other.fd_)),
+        committed_(std::exchange(other.committed_, true)) {}
+  TempFile& operator=(TempFile&&) = delete;
+  ~TempFile() {
+    if (!committed_) ::unlinkat(folder_, name_.c_str(), 0);
+  }
+
+  int fd() const noexcept { return fd_.get(); }
+  const std::string& name() const noexcept { return name_; }
+  void commit() noexcept { committed_ = true; }
+
+ private:
+  TempFile(int folder, std::string name, UniqueFd fd)
+      : folder_(folder), name_(std::move(name)), fd_(std::move(fd)) {}
+  int folder_;  // borrowed: outlives this object
+  std::string name_;
+  UniqueFd fd_;
+  bool committed_ = false;
+};
+
+enum class Install { no_clobber, overwrite };
+
+// Moves the finished temporary file to `leaf` in `parent`. no_clobber uses
+// RENAME_NOREPLACE, or link()+unlink where the file system lacks it.
+Result<void> install(const Context& ctx, TempFile& temp, int temp_folder, int parent,
+                     const std::string& leaf, Install mode) {
+  const char* from = temp.name().c_str();
+  if (mode == Install::overwrite) {
+    if (::renameat(temp_folder, from, parent, leaf.c_str()) != 0) {
+      if (errno == EISDIR) {
+        return ctx.fail(Errc::malformed, ctx.key().str() + " is a folder where a document should be");
+      }
+      return ctx.fail_errno(errno, "cannot rename the temporary file into place");
+    }
+    temp.commit();
+    return {};
+  }
+  if (::renameat2(temp_folder, from, parent, leaf.c_str(), RENAME_NOREPLACE) == 0) {
+    temp.commit();
+    return {};
+  }
+  if (const int err = errno; err != EINVAL && err != ENOSYS) {
+    if (err == EEXIST) return ctx.fail(Errc::already_exists, "already exists");
+    return ctx.fail_errno(err, "cannot rename the temporary file into place");
+  }
+  if (::linkat(temp_folder, from, parent, leaf.c_str(), 0) != 0) {
+    if (errno == EEXIST) return ctx.fail(Errc::already_exists, "already exists");
+    return ctx.fail_errno(errno, "cannot link the temporary file into place");
+  }
+  return {};  // ~TempFile unlinks the temporary name; the document keeps the inode
+}
+
+// ---------------------------------------------------------------------------
+
+class DirectoryStore final : public Store {
+ public:
+  explicit DirectoryStore(std::filesystem::path root)
+      : root_(std::move(root)), where_("file://" + root_.string()) {}
+
+  std::string describe() const override { return where_; }
+
+  Capabilities capabilities() override {
+    return {.versions = true, .conditional_writes = true, .native_lease = false,
+            .server_clock = false};
+  }
+
+  Result<Document> get(const Key& key) override {
+    const Context ctx("get", key, where_);
+    if (key.empty()) return ctx.fail(Errc::invalid, "the root key is not a document");
+    auto root = open_root(ctx, false);
+    if (!root) return std::unexpected(root.error());
+    const auto segments = key.escaped_segments();
+    auto parent = open_folder(ctx, root->get(), parent_of(segments), false);
+    if (!parent) return std::unexpected(parent.error());
+    return read_document(ctx, parent->get(), segments.back(), key.str());
+  }
+
+  Result<std::string> create(const Key& key, std::string_view data) override {
+    const Context ctx("create", key, where_);
+    return locked_write(ctx, data, true, [&](int parent, const std::string& leaf)
+                                             -> Result<Install> {
+      const auto kind = kind_of(parent, leaf);
+      if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + key.str());
+      if (*kind == Kind::symlink) return ctx.symlink(key.str());
+      if (*kind != Kind::missing) return ctx.fail(Errc::already_exists, "already exists");
+      return Install::no_clobber;
+    });
+  }
+
+  Result<std::string> replace(const Key& key, std::string_view data) override {
+    const Context ctx("replace", key, where_);
+    return locked_write(ctx, data, true, [&](int parent, const std::string& leaf)
+                                             -> Result<Install> {
+      const auto kind = kind_of(parent, leaf);
+      if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + key.str());
+      if (*kind == Kind::symlink) return ctx.symlink(key.str());
+      if (*kind == Kind::folder) {
+        return ctx.fail(Errc::malformed, key.str() + " is a folder where a document should be");
+      }
+      return Install::overwrite;
+    });
+  }
+
+  Result<std::string> replace_if(const Key& key, std::string_view data,
+                                 std::string_view version) override {
+    const Context ctx("conditional replace", key, where_);
+    return locked_write(ctx, data, false, [&](int parent, const std::string& leaf)
+                                              -> Result<Install> {
+      auto current = read_document(ctx, parent, leaf, key.str());
+      if (!current) return std::unexpected(current.error());
+      if (current->version != version) return ctx.fail(Errc::conflict, "version does not match");
+      return Install::overwrite;
+    });
+  }
+
+  Result<void> remove(const Key& key) override {
+    const Context ctx("remove", key, where_);
+    return locked_remove(ctx, [&](int parent, const std::string& leaf) -> Result<void> {
+      const auto kind = kind_of(parent, leaf);
+      if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + key.str());
+      switch (*kind) {
+        case Kind::missing: return ctx.fail(Errc::not_found, "not found");
+        case Kind::symlink: return ctx.symlink(key.str());
+        case Kind::folder:
+          return ctx.fail(Errc::malformed, key.str() + " is a folder where a document should be");
+        case Kind::regular:
+        case Kind::other: return {};
+      }
+      return {};
+    });
+  }
+
+  Result<void> remove_if(const Key& key, std::string_view version) override {
+    const Context ctx("conditional remove", key, where_);
+    return locked_remove(ctx, [&](int parent, const std::string& leaf) -> Result<void> {
+      auto current = read_document(ctx, parent, leaf, key.str());
+      if (!current) return std::unexpected(current.error());
+      if (current->version != version) return ctx.fail(Errc::conflict, "version does not match");
+      return {};
+    });
+  }
+
+  Result<std::vector<Key>> list(const Key& prefix) override {
+    const Context ctx("list", prefix, where_);
+    std::vector<Key> keys;
+    auto root = open_root(ctx, false);
+    if (!root) return absent_is_empty(root.error(), std::move(keys));
+    if (prefix.empty()) {
+      auto walked = walk(ctx, UniqueFd(::dup(root->get())), prefix, true, keys);
+      if (!walked) return std::unexpected(walked.error());
+      return keys;
+    }
+    const auto segments = prefix.escaped_segments();
+    auto parent = open_folder(ctx, root->get(), parent_of(segments), false);
+    if (!parent) return absent_is_empty(parent.error(), std::move(keys));
+    const auto kind = kind_of(parent->get(), segments.back());
+    if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + prefix.str());
+    switch (*kind) {
+      case Kind::missing: return keys;
+      case Kind::symlink: return ctx.symlink(prefix.str());
+      case Kind::regular:
+      case Kind::other: keys.push_back(prefix); return keys;
+      case Kind::folder: break;
+    }
+    auto folder = open_subfolder(ctx, parent->get(), segments.back(), prefix.str());
+    if (!folder) return absent_is_empty(folder.error(), std::move(keys));
+    auto walked = walk(ctx, std::move(*folder), prefix, false, keys);
+    if (!walked) return std::unexpected(walked.error());
+    return keys;
+  }
+
+ private:
+  static std::span<const std::string> parent_of(const std::vector<std::string>& segments) {
+    return std::span<const std::string>(segments).first(segments.size() - 1);
+  }
+
+  static Result<std::vector<Key>> absent_is_empty(const Error& error, std::vector<Key> keys) {
+    if (error.code == Errc::not_found) return keys;
+    return std::unexpected(error);
+  }
+
+  // Opens the root folder (following a link: the caller chose this path).
+  // With `create`, a missing root is made, parents included.
+  Result<UniqueFd> open_root(const Context& ctx, bool create) const {
+    int fd = ::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && create) {
+      std::error_code ec;
+      std::filesystem::create_directories(root_, ec);
+      if (ec) return ctx.fail_errno(ec.value(), "cannot create the root folder " + root_.string());
+      UniqueFd above(::open(root_.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (above.get() >= 0) ::fsync(above.get());
+      fd = ::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+    if (fd < 0) {
+      if (errno == ENOENT) return ctx.fail(Errc::not_found, "not found (no root folder)");
+      return ctx.fail_errno(errno, "cannot open the root folder " + root_.string());
+    }
+    return UniqueFd(fd);
+  }
+
+  // Under the write lock: opens the key's folder (making it when
+  // `create_folders`), lets `decide` inspect the current state and choose how
+  // to install, then writes a temporary file and installs it.
+  template <class Decide>
+  Result<std::string> locked_write(const Context& ctx, std::string_view data, bool create_folders,
+                                   Decide decide) {
+    if (auto ok = check_write(ctx, data); !ok) return std::unexpected(ok.error());
+    auto root = open_root(ctx, create_folders);
+    if (!root) return std::unexpected(root.error());
+    auto lock = WriteLock::acquire(ctx, root->get());
+    if (!lock) return std::unexpected(lock.error());
+    const auto segments = ctx.key().escaped_segments();
+    auto parent = open_folder(ctx, root->get(), parent_of(segments), create_folders);
+    if (!parent) return std::unexpected(parent.error());
+    auto mode = decide(parent->get(), segments.back());
+    if (!mode) return std::unexpected(mode.error());
+    return write_document(ctx, *lock, root->get(), parent->get(), segments.back(), data, *mode);
+  }
+
+  // Writes `data` to a stamped, synced temporary file, installs it as `leaf`
+  // in `parent` and syncs the folder. Returns the new version.
+  static Result<std::string> write_document(const Context& ctx, WriteLock& lock, int root,
+                                            int parent, const std::string& leaf,
+                                            std::string_view data, Install mode) {
+    const std::string temp_name(kTempFolder);
+    auto temp_folder = open_folder(ctx, root, std::span<const std::string>(&temp_name, 1), true);
+    if (!temp_folder) return std::unexpected(temp_folder.error());
+    auto temp = TempFile::create(ctx, temp_folder->get());
+    if (!temp) return std::unexpected(temp.error());
+    if (auto written = write_all(temp->fd(), data); !written) {
+      return ctx.fail_errno(written.error(), "cannot write temporary file");
+    }
+    const struct timespec stamp = lock.next_stamp();
+    const struct timespec times[2] = {stamp, stamp};
+    if (::futimens(temp->fd(), times) != 0) {
+      return ctx.fail_errno(errno, "cannot stamp temporary file");
+    }
+    if (::fsync(temp->fd()) != 0) return ctx.fail_errno(errno, "cannot sync temporary file");
+    struct stat st {};
+    if (::fstat(temp->fd(), &st) != 0) return ctx.fail_errno(errno, "cannot inspect temporary file");
+    auto installed = install(ctx, *temp, temp_folder->get(), parent, leaf, mode);
+    if (!installed) return std::unexpected(installed.error());
+    if (::fsync(parent) != 0) return ctx.fail_errno(errno, "cannot sync folder");
+    return version_of(st, data);
+  }
+
+  // Under the write lock: lets `check` inspect the document, then unlinks it
+  // and syncs its folder.
+  template <class Check>
+  Result<void> locked_remove(const Context& ctx, Check check) {
+    if (ctx.key().empty()) return ctx.fail(Errc::invalid, "the root key is not a document");
+    auto root = open_root(ctx, false);
+    if (!root) return std::unexpected(root.error());
+    auto lock = WriteLock::acquire(ctx, root->get());
+    if (!lock) return std::unexpected(lock.error());
+    const auto segments = ctx.key().escaped_segments();
+    auto parent = open_folder(ctx, root->get(), parent_of(segments), false);
+    if (!parent) return std::unexpected(parent.error());
+    if (auto ok = check(parent->get(), segments.back()); !ok) return ok;
+    if (::unlinkat(parent->get(), segments.back().c_str(), 0) != 0) {
+      return ctx.fail_errno(errno, "cannot remove " + ctx.key().str());
+    }
+    if (::fsync(parent->get()) != 0) return ctx.fail_errno(errno, "cannot sync folder");
+    return {};
+  }
+
+  // Appends every document below the open folder `dir` (the key `base`) to
+  // `keys`. At the root the store's own files (names with '~') are skipped;
+  // any other name that is not a canonical segment fails the listing, since
+  // skipping it could hide a live record.
+  static Result<void> walk(const Context& ctx, UniqueFd dir, const Key& base, bool at_root,
+                           std::vector<Key>& keys) {
+    if (dir.get() < 0) return ctx.fail_errno(errno, "cannot open folder " + base.str());
+    DirStream stream(::fdopendir(dir.get()));
+    if (!stream) return ctx.fail_errno(errno, "cannot read folder " + base.str());
+    dir.release();
+    const int fd = ::dirfd(stream.get());
+    while (true) {
+      errno = 0;
+      const struct dirent* entry = ::readdir(stream.get());
+      if (entry == nullptr) {
+        if (errno != 0) return ctx.fail_errno(errno, "cannot read folder " + base.str());
+        return {};
+      }
+      const std::string name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      if (at_root && name.find('~') != std::string::npos) continue;
+      const std::string rel = base.empty() ? name : base.str() + "/" + name;
+      if (!is_canonical_segment(name)) {
+        return ctx.fail(Errc::malformed,
+                        "found " + printable(rel) +
+                            ", which is not a key this store writes (not a canonical escaped "
+                            "segment); rename or remove it");
+      }
+      auto child = Key::parse(rel);
+      if (!child) return ctx.fail(Errc::internal, "cannot form a key from " + printable(rel));
+      auto added = visit(ctx, fd, name, *child, keys);
+      if (!added) return added;
+    }
+  }
+
+  // One entry of a folder being listed: recurse into folders, refuse links,
+  // list everything else (get() reports what cannot be a document).
+  static Result<void> visit(const Context& ctx, int dir, const std::string& name,
+                            const Key& child, std::vector<Key>& keys) {
+    const auto kind = kind_of(dir, name);
+    if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + child.str());
+    switch (*kind) {
+      case Kind::missing: return {};  // removed while we listed
+      case Kind::symlink: return ctx.symlink(child.str());
+      case Kind::regular:
+      case Kind::other: keys.push_back(child); return {};
+      case Kind::folder: break;
+    }
+    auto folder = open_subfolder(ctx, dir, name, child.str());
+    if (!folder) {
+      if (folder.error().code == Errc::not_found) return {};  // removed while we listed
+      return std::unexpected(folder.error());
+    }
+    return walk(ctx, std::move(*folder), child, false, keys);
+  }
+
+  std::filesystem::path root_;
+  std::string where_;  // "file://<root>"
+};
+
+}  // namespace
+
+Result<std::shared_ptr<Store>> make_directory_store(DirectoryStoreOptions options) {
+  std::filesystem::path root = options.root.lexically_normal();
+  if (root.empty() || !root.is_absolute()) {
+    return fail(Errc::invalid, "directory store: the root must be an absolute path, got \"" +
+                                   options.root.string() + "\"");
+  }
+  if (!root.has_filename() && root != root.root_path()) root = root.parent_path();
+  return std::shared_ptr<Store>(std::make_shared<DirectoryStore>(std::move(root)));
+}
+
+}  // namespace instance

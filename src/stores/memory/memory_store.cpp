@@ -1,0 +1,111 @@
+#include <map>
+#include <mutex>
+
+#include "instance/stores/memory.hpp"
+
+namespace instance {
+namespace {
+
+// Versions are a counter that grows with every write, so a version is never
+// reused, even after a remove and re-create.
+class MemoryStore final : public Store {
+ public:
+  std::string describe() const override { return "memory:"; }
+
+  Capabilities capabilities() override {
+    return {.versions = true, .conditional_writes = true, .native_lease = false,
+            .server_clock = false};
+  }
+
+  Result<Document> get(const Key& key) override {
+    std::lock_guard lock(mu_);
+    const auto it = docs_.find(key);
+    if (it == docs_.end()) return missing("get", key);
+    return it->second;
+  }
+
+  Result<std::string> create(const Key& key, std::string_view data) override {
+    if (auto ok = check("create", key, data); !ok) return std::unexpected(ok.error());
+    std::lock_guard lock(mu_);
+    if (docs_.contains(key)) {
+      return fail(Errc::already_exists, "create " + key.str() + " in memory: already exists");
+    }
+    return write(key, data);
+  }
+
+  Result<std::string> replace(const Key& key, std::string_view data) override {
+    if (auto ok = check("replace", key, data); !ok) return std::unexpected(ok.error());
+    std::lock_guard lock(mu_);
+    return write(key, data);
+  }
+
+  Result<void> remove(const Key& key) override {
+    std::lock_guard lock(mu_);
+    if (docs_.erase(key) == 0) return missing("remove", key);
+    return {};
+  }
+
+  Result<std::vector<Key>> list(const Key& prefix) override {
+    std::lock_guard lock(mu_);
+    std::vector<Key> keys;
+    for (auto it = docs_.lower_bound(prefix); it != docs_.end(); ++it) {
+      if (it->first.is_under(prefix)) {
+        keys.push_back(it->first);
+      } else if (it->first.str().compare(0, prefix.str().size(), prefix.str()) != 0) {
+        break;  // sorted: past every key that starts with the prefix's bytes
+      }
+    }
+    return keys;
+  }
+
+  Result<std::string> replace_if(const Key& key, std::string_view data,
+                                 std::string_view version) override {
+    if (auto ok = check("replace", key, data); !ok) return std::unexpected(ok.error());
+    std::lock_guard lock(mu_);
+    const auto it = docs_.find(key);
+    if (it == docs_.end()) return missing("conditional replace", key);
+    if (it->second.version != version) return conflict("replace", key);
+    return write(key, data);
+  }
+
+  Result<void> remove_if(const Key& key, std::string_view version) override {
+    std::lock_guard lock(mu_);
+    const auto it = docs_.find(key);
+    if (it == docs_.end()) return missing("conditional remove", key);
+    if (it->second.version != version) return conflict("remove", key);
+    docs_.erase(it);
+    return {};
+  }
+
+ private:
+  static Result<void> check(std::string_view op, const Key& key, std::string_view data) {
+    if (key.empty()) return fail(Errc::invalid, std::string(op) + " in memory: empty key");
+    if (data.size() > kMaxDocumentSize) {
+      return fail(Errc::invalid, std::string(op) + " " + key.str() + " in memory: document of " +
+                                     std::to_string(data.size()) + " bytes exceeds the 1 MiB cap");
+    }
+    return {};
+  }
+  static std::unexpected<Error> missing(std::string_view op, const Key& key) {
+    return fail(Errc::not_found, std::string(op) + " " + key.str() + " in memory: not found");
+  }
+  static std::unexpected<Error> conflict(std::string_view op, const Key& key) {
+    return fail(Errc::conflict,
+                std::string(op) + " " + key.str() + " in memory: version does not match");
+  }
+  std::string write(const Key& key, std::string_view data) {  // requires mu_
+    auto version = std::to_string(++last_version_);
+    docs_[key] = Document{std::string(data), version};
+    return version;
+  }
+
+  std::mutex mu_;
+  std::map<Key, Document> docs_;
+  std::uint64_t last_version_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<Store> make_memory_store() { return std::make_shared<MemoryStore>(); }
+
+}  // namespace instance

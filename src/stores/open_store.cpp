@@ -1,0 +1,102 @@
+// URL -> store: parses the URL into the store's options and builds it.
+#include "instance/open_store.hpp"
+
+#include <filesystem>
+
+#include "instance/stores/directory.hpp"
+#include "instance/stores/memory.hpp"
+#ifdef INSTANCE_HAVE_WEBDAV
+#include "instance/stores/webdav.hpp"
+#endif
+
+namespace instance {
+namespace {
+
+std::string_view scheme_of(std::string_view url) {
+  const auto colon = url.find(':');
+  if (colon == std::string_view::npos || colon == 0) return {};
+  const auto scheme = url.substr(0, colon);
+  for (char c : scheme) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '+' || c == '-' || c == '.';
+    if (!ok) return {};
+  }
+  return scheme;
+}
+
+// Percent-decodes a file URL's path; refuses %00 and malformed escapes.
+Result<std::string> decode_path(std::string_view path) {
+  std::string out;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    if (path[i] != '%') {
+      out.push_back(path[i]);
+      continue;
+    }
+    auto hex = [](char c) {
+      return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                          : c >= 'A' && c <= 'F'   ? c - 'A' + 10 : -1;
+    };
+    if (i + 2 >= path.size() || hex(path[i + 1]) < 0 || hex(path[i + 2]) < 0) {
+      return fail(Errc::invalid, "malformed percent escape in file URL path");
+    }
+    const char c = static_cast<char>(hex(path[i + 1]) * 16 + hex(path[i + 2]));
+    if (c == '\0') return fail(Errc::invalid, "file URL path contains %00");
+    out.push_back(c);
+    i += 2;
+  }
+  return out;
+}
+
+Result<std::shared_ptr<Store>> open_directory(std::string_view url) {
+  std::string path;
+  if (url.starts_with("file://")) {
+    auto rest = url.substr(7);
+    if (!rest.starts_with('/')) {
+      if (rest.starts_with("localhost/")) {
+        rest.remove_prefix(9);
+      } else {
+        return fail(Errc::invalid, "file URL must be file:///absolute/path (no host): " +
+                                       redact_url(url));
+      }
+    }
+    if (rest.find_first_of("?#") != std::string_view::npos) {
+      return fail(Errc::invalid, "file URL must not have a query or fragment");
+    }
+    auto decoded = decode_path(rest);
+    if (!decoded) return std::unexpected(decoded.error());
+    path = std::move(*decoded);
+  } else {
+    path = std::string(url);
+  }
+  if (path.empty()) return fail(Errc::invalid, "empty store path");
+  std::error_code ec;
+  auto absolute = std::filesystem::absolute(path, ec);
+  if (ec) return fail(Errc::invalid, "cannot resolve store path " + path + ": " + ec.message());
+  return make_directory_store({.root = absolute.lexically_normal()});
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Store>> open_store(std::string_view url, const OpenOptions& options) {
+  const std::string_view scheme = scheme_of(url);
+  if (scheme.empty() || scheme == "file") return open_directory(url);
+  if (scheme == "memory") return make_memory_store();
+#ifdef INSTANCE_HAVE_WEBDAV
+  if (scheme == "webdav" || scheme == "webdavs" || scheme == "opencloud") {
+    auto parsed = parse_webdav_url(url, options);
+    if (!parsed) return std::unexpected(parsed.error());
+    return make_webdav_store(std::move(*parsed));
+  }
+#else
+  (void)options;
+#endif
+  std::string supported = "file://, memory:";
+#ifdef INSTANCE_HAVE_WEBDAV
+  supported += ", webdav://, webdavs://, opencloud://";
+#endif
+  return fail(Errc::invalid, "unsupported store URL scheme \"" + std::string(scheme) +
+                                 "\" in " + redact_url(url) + " (this build supports " +
+                                 supported + ")");
+}
+
+}  // namespace instance

@@ -1,0 +1,47 @@
+#include "http_date.hpp"
+
+#include <array>
+#include <charconv>
+
+namespace instance::webdav {
+namespace {
+
+std::optional<int> number(std::string_view text, std::size_t width) {
+  if (text.size() != width) return std::nullopt;
+  int value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::optional<WallTime> parse_http_date(std::string_view text) {
+  // "Sun, 06 Nov 1994 08:49:37 GMT" is exactly 29 bytes.
+  if (text.size() != 29 || text.substr(3, 2) != ", " || text[7] != ' ' || text[11] != ' ' ||
+      text[16] != ' ' || text[19] != ':' || text[22] != ':' || text.substr(25) != " GMT") {
+    return std::nullopt;
+  }
+  static constexpr std::array<std::string_view, 12> kMonths = {
+      "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  unsigned month = 0;
+  for (unsigned i = 0; i < kMonths.size(); ++i) {
+    if (text.substr(8, 3) == kMonths[i]) month = i + 1;
+  }
+  const auto day = number(text.substr(5, 2), 2);
+  const auto year = number(text.substr(12, 4), 4);
+  const auto hour = number(text.substr(17, 2), 2);
+  const auto minute = number(text.substr(20, 2), 2);
+  const auto second = number(text.substr(23, 2), 2);
+  if (month == 0 || !day || !year || !hour || !minute || !second || *hour > 23 || *minute > 59 ||
+      *second > 60) {
+    return std::nullopt;
+  }
+  const std::chrono::year_month_day date{std::chrono::year{*year}, std::chrono::month{month},
+                                         std::chrono::day{static_cast<unsigned>(*day)}};
+  if (!date.ok()) return std::nullopt;
+  return WallTime{std::chrono::sys_days{date}} + std::chrono::hours{*hour} +
+         std::chrono::minutes{*minute} + std::chrono::seconds{*second};
+}
+
+}  // namespace instance::webdav

@@ -1,0 +1,236 @@
+// The WebDAV store: reads, writes, folders, and building the store.
+#include "store.hpp"
+
+namespace instance {
+namespace webdav {
+
+Result<std::optional<Document>> WebDavStore::fetch(const Key& key) {
+  HttpRequest request{.method = "GET", .url = key_url(base_, key, false),
+                      .max_body = kMaxDocumentSize};
+  const Sent sent = send(std::move(request));
+  const auto& r = sent.response;
+  if (r.body_too_large) {
+    return malformed("get", key, "the document is larger than the 1 MiB cap; left alone");
+  }
+  if (r.transport_ok() && (r.status == 404 || r.status == 410)) {
+    return std::optional<Document>{};
+  }
+  if (r.transport_ok() && r.status >= 300 && r.status < 400) {
+    return malformed("get", key, "not a document (the server redirects; a folder?)");
+  }
+  if (!r.success()) return failed("get", key, sent);
+  if (r.status != 200) {
+    return malformed("get", key, "unexpected " + describe_result(r));
+  }
+  remember_folders(key);
+  return std::optional<Document>(Document{r.body, r.etag});
+}
+
+Result<Document> WebDavStore::get(const Key& key) {
+  if (key.empty()) return fail(Errc::invalid, "get at " + where_ + ": empty key");
+  auto doc = fetch(key);
+  if (!doc) return std::unexpected(doc.error());
+  if (!*doc) return fail(Errc::not_found, what("get", key) + " at " + where_ + ": not found");
+  return std::move(**doc);
+}
+
+std::string WebDavStore::learn_version(const Key& key, std::string_view written) {
+  auto doc = fetch(key);
+  if (doc && *doc && (*doc)->data == written) return (*doc)->version;
+  if (!doc) {
+    options_.logger->warn("could not read a document back to learn its version; the next "
+                          "conditional write to it will fail",
+                          {{"key", key.str()}, {"store", where_}, {"error", doc.error().message}});
+  } else {
+    options_.logger->debug("a document changed before its version could be read",
+                           {{"key", key.str()}, {"store", where_}});
+  }
+  return std::string(kSupersededVersion);
+}
+
+// ---------------------------------------------------------------- writes
+
+Result<std::string> WebDavStore::write(std::string_view op, const Key& key, std::string_view data,
+                                       Condition condition) {
+  if (auto ok = check_write(op, key, data, where_); !ok) return std::unexpected(ok.error());
+  if (condition.kind == Condition::absent && !if_none_match_honoured_.load()) {
+    // Until the server is known to refuse If-None-Match: * on an existing
+    // document (OpenCloud ignores it), look first.
+    auto existing = fetch(key);
+    if (!existing && existing.error().code != Errc::malformed) {
+      return std::unexpected(existing.error());
+    }
+    if (!existing || *existing) {
+      return fail(Errc::already_exists, what(op, key) + " at " + where_ + ": already exists");
+    }
+  }
+  HttpRequest request{.method = "PUT", .url = key_url(base_, key, false),
+                      .headers = {"Content-Type: application/octet-stream"},
+                      .body = data, .has_body = true, .max_body = kMaxErrorBody};
+  if (condition.kind == Condition::absent) request.headers.emplace_back("If-None-Match: *");
+  if (condition.kind == Condition::match) {
+    request.headers.push_back("If-Match: " + std::string(condition.version));
+  }
+
+  if (parent_known_missing(key)) {
+    // Create first: some servers (lighttpd) close the connection after
+    // answering 409 to a PUT, which would cost a new connection.
+    if (auto made = make_folders(key); !made) return std::unexpected(made.error());
+  }
+  Sent sent = send(request);
+  for (int pass = 0; pass < 2 && sent.response.transport_ok() && sent.response.status == 409;
+       ++pass) {
+    // A missing folder (mod_dav, lighttpd and ocdav all answer 409): create
+    // the ones we do not know; the second time, also those we thought existed
+    // (removed behind our back).
+    if (pass == 1) forget_folders();
+    if (auto made = make_folders(key); !made) return std::unexpected(made.error());
+    sent = send(request);
+  }
+  const auto& r = sent.response;
+  if (r.success()) {
+    remember_folders(key);
+    return r.etag.empty() ? learn_version(key, data) : r.etag;
+  }
+  if (!r.transport_ok() || (r.status != 412 && r.status != 404)) return failed(op, key, sent);
+
+  // 412 (or 404 for If-Match on an absent document): find out why.
+  auto current = fetch(key);
+  if (!current) return std::unexpected(current.error());
+  if (*current && sent.maybe_applied_before && (*current)->data == data) {
+    return (*current)->version;  // our own earlier attempt did it
+  }
+  if (condition.kind == Condition::absent) {
+    return fail(Errc::already_exists, what(op, key) + " at " + where_ + ": already exists");
+  }
+  if (!*current) return fail(Errc::not_found, what(op, key) + " at " + where_ + ": not found");
+  return fail(Errc::conflict,
+              what(op, key) + " at " + where_ + ": version does not match (HTTP 412)");
+}
+
+Result<void> WebDavStore::make_folders(const Key& key) {
+  for (int pass = 0; pass < 2; ++pass) {
+    bool stale = false;
+    for (const auto& folder : folders_above(key, false)) {  // the base first
+      if (folder_known(folder)) continue;
+      HttpRequest request{.method = "MKCOL", .url = key_url(base_, folder, true),
+                          .max_body = kMaxErrorBody};
+      const Sent sent = send(std::move(request));
+      const auto& r = sent.response;
+      if (r.success() || (r.transport_ok() && r.status == 405)) {  // 405: it exists
+        remember_folders(folder, true);
+        continue;
+      }
+      if (r.transport_ok() && r.status == 409) {
+        if (folder.empty()) {
+          return fail(Errc::not_found, "create folder at " + where_ +
+                                           ": the parent folder of the store URL does not exist");
+        }
+        stale = true;  // a folder we thought existed is gone
+        forget_folders();
+        break;
+      }
+      return failed("create folder", folder, sent);
+    }
+    if (!stale) return {};
+  }
+  return fail(Errc::conflict, what("create folders for", key) + " at " + where_ +
+                                  ": folders keep disappearing");
+}
+
+Result<void> WebDavStore::erase(std::string_view op, const Key& key, Condition condition) {
+  if (key.empty()) return fail(Errc::invalid, std::string(op) + " at " + where_ + ": empty key");
+  HttpRequest request{.method = "DELETE", .url = key_url(base_, key, false),
+                      .max_body = kMaxErrorBody};
+  if (condition.kind == Condition::match) {
+    request.headers.push_back("If-Match: " + std::string(condition.version));
+  }
+  const Sent sent = send(std::move(request));
+  const auto& r = sent.response;
+  if (r.success()) return {};
+  if (r.transport_ok() && (r.status == 404 || r.status == 410)) {
+    if (sent.maybe_applied_before) return {};  // our earlier attempt removed it
+    return fail(Errc::not_found, what(op, key) + " at " + where_ + ": not found");
+  }
+  if (r.transport_ok() && r.status == 412 && condition.kind == Condition::match) {
+    auto current = fetch(key);
+    if (!current) return std::unexpected(current.error());
+    if (!*current) {
+      if (sent.maybe_applied_before) return {};
+      return fail(Errc::not_found, what(op, key) + " at " + where_ + ": not found");
+    }
+    return fail(Errc::conflict,
+                what(op, key) + " at " + where_ + ": version does not match (HTTP 412)");
+  }
+  return failed(op, key, sent);
+}
+
+}  // namespace webdav
+
+namespace {
+
+bool is_loopback_host(std::string_view origin) {
+  const auto host_start = origin.find("://");
+  auto host = origin.substr(host_start == std::string_view::npos ? 0 : host_start + 3);
+  if (host.starts_with("[::1]")) return true;
+  host = host.substr(0, host.find(':'));
+  return host.starts_with("127.") || host == "localhost";
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Store>> make_webdav_store(WebDavStoreOptions options) {
+  auto base = webdav::parse_base_url(options.base_url);
+  if (!base) return std::unexpected(base.error());
+  const std::string where = redact_url(base->origin + base->path);
+  webdav::HttpClientOptions http;
+  switch (options.auth) {
+    case WebDavAuth::none: http.auth = webdav::HttpClientOptions::Auth::none; break;
+    case WebDavAuth::basic:
+      if (options.user.empty() || options.user.find(':') != std::string::npos) {
+        return fail(Errc::invalid, "WebDAV store " + where +
+                                       ": basic auth needs a user name without ':'");
+      }
+      if (options.secret.empty()) {
+        return fail(Errc::invalid, "WebDAV store " + where + ": basic auth needs a password");
+      }
+      http.auth = webdav::HttpClientOptions::Auth::basic;
+      break;
+    case WebDavAuth::bearer:
+      if (options.secret.empty()) {
+        return fail(Errc::invalid, "WebDAV store " + where + ": bearer auth needs a token");
+      }
+      http.auth = webdav::HttpClientOptions::Auth::bearer;
+      break;
+  }
+  if (!options.ca_file.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(options.ca_file, ec)) {
+      return fail(Errc::invalid, "WebDAV store " + where + ": cannot read the CA file " +
+                                     options.ca_file.string());
+    }
+  }
+  if (!options.logger) options.logger = null_logger();
+  if (!options.clock) options.clock = system_clock();
+  http.user = options.user;
+  http.secret = options.secret;
+  http.ca_file = options.ca_file;
+  http.insecure = options.insecure;
+  http.connect_timeout = options.connect_timeout;
+  auto client = webdav::HttpClient::create(std::move(http));
+  if (!client) return std::unexpected(client.error());
+
+  if (options.insecure && base->origin.starts_with("https://")) {
+    options.logger->warn("TLS certificate verification is off (--insecure): anyone on the path "
+                         "can read and change the records and see the credentials",
+                         {{"store", where}});
+  }
+  if (options.auth != WebDavAuth::none && base->origin.starts_with("http://") &&
+      !is_loopback_host(base->origin)) {
+    options.logger->warn("credentials are sent over plain http; use webdavs://",
+                         {{"store", where}});
+  }
+  return std::make_shared<webdav::WebDavStore>(std::move(options), std::move(*base), std::move(*client));
+}
+
+}  // namespace instance

@@ -1,0 +1,182 @@
+// The WebDAV store's implementation class, shared by its source files:
+//   store.cpp        reads, writes, folders, make_webdav_store
+//   store_send.cpp   the retry loop and the Date check
+//   store_list.cpp   listing (PROPFIND Depth 1, folder by folder)
+//   store_probe.cpp  capabilities: the conditional-write probe
+// The contract is in instance/stores/webdav.hpp.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "errors.hpp"
+#include "http_client.hpp"
+#include "instance/stores/webdav.hpp"
+#include "paths.hpp"
+
+namespace instance::webdav {
+
+inline constexpr std::size_t kMaxListingSize = std::size_t{16} << 20;
+inline constexpr std::size_t kMaxErrorBody = std::size_t{64} << 10;
+inline constexpr std::size_t kMaxListingDepth = 32;
+// Returned as the version of a write whose result someone else overwrote
+// before we could read its ETag: a conditional write with it always fails.
+inline constexpr std::string_view kSupersededVersion = "\"instance-guard:superseded\"";
+inline constexpr std::string_view kProbeFolder = ".instance-guard-probe";
+inline constexpr std::string_view kPropfindBody =
+    R"(<?xml version="1.0" encoding="utf-8"?>)"
+    R"(<d:propfind xmlns:d="DAV:"><d:prop><d:resourcetype/><d:getetag/></d:prop></d:propfind>)";
+
+// A write's precondition.
+struct Condition {
+  enum Kind { none, absent, match } kind = none;
+  std::string_view version;
+};
+
+class WebDavStore final : public Store {
+ public:
+  WebDavStore(WebDavStoreOptions options, BaseUrl base, std::unique_ptr<HttpClient> http)
+      : options_(std::move(options)), base_(std::move(base)), http_(std::move(http)),
+        where_(redact_url(base_.origin + base_.path)) {
+    if (!options_.probe_capabilities) if_none_match_honoured_ = true;
+  }
+
+  std::string describe() const override { return where_; }
+
+  Capabilities capabilities() override;
+  Result<Document> get(const Key& key) override;
+  Result<std::string> create(const Key& key, std::string_view data) override {
+    return write("create", key, data, {Condition::absent, {}});
+  }
+  Result<std::string> replace(const Key& key, std::string_view data) override {
+    return write("replace", key, data, {});
+  }
+  Result<void> remove(const Key& key) override { return erase("remove", key, {}); }
+  Result<std::vector<Key>> list(const Key& prefix) override;
+  Result<std::string> replace_if(const Key& key, std::string_view data,
+                                 std::string_view version) override {
+    if (auto ok = require_conditional_writes("conditional replace", key); !ok) {
+      return std::unexpected(ok.error());
+    }
+    return write("conditional replace", key, data, {Condition::match, version});
+  }
+  Result<void> remove_if(const Key& key, std::string_view version) override {
+    if (auto ok = require_conditional_writes("conditional remove", key); !ok) return ok;
+    return erase("conditional remove", key, {Condition::match, version});
+  }
+
+ private:
+  // The final answer to a request after retries.
+  struct Sent {
+    HttpResponse response;
+    bool maybe_applied_before = false;  // an earlier attempt may have reached the server
+    int attempts = 0;
+  };
+
+  Sent send(HttpRequest request);
+  void check_date(const HttpResponse& response);
+
+  Result<std::string> write(std::string_view op, const Key& key, std::string_view data,
+                            Condition condition);
+  Result<void> erase(std::string_view op, const Key& key, Condition condition);
+  Result<void> list_folder(const Key& folder, bool top, std::size_t depth, std::vector<Key>& out);
+  Result<void> make_folders(const Key& key);
+  // Probes once (probe_mu_ held); an error only when the server could not be
+  // asked (then the next call probes again).
+  Result<Capabilities> probe_locked();
+  // Errc::unsupported unless conditional writes are declared (probing first).
+  Result<void> require_conditional_writes(std::string_view op, const Key& key);
+  // Reads `key` back after a write that answered without an ETag.
+  std::string learn_version(const Key& key, std::string_view written);
+  // GET of `key`; nullopt when absent. Errors pass through.
+  Result<std::optional<Document>> fetch(const Key& key);
+
+  std::string what(std::string_view op, const Key& key) const {
+    return key.empty() ? std::string(op) + " (the base folder)" : std::string(op) + " " + key.str();
+  }
+  std::unexpected<Error> failed(std::string_view op, const Key& key, const Sent& sent) const {
+    auto error = make_error(what(op, key), where_, sent.response);
+    if (sent.attempts > 1) {
+      error.message += " (after " + std::to_string(sent.attempts) + " attempts)";
+    }
+    return std::unexpected(std::move(error));
+  }
+  std::unexpected<Error> malformed(std::string_view op, const Key& key, std::string why) const {
+    return fail(Errc::malformed, what(op, key) + " at " + where_ + ": " + std::move(why));
+  }
+  static Result<void> check_write(std::string_view op, const Key& key, std::string_view data,
+                                  const std::string& where) {
+    if (key.empty()) return fail(Errc::invalid, std::string(op) + " at " + where + ": empty key");
+    if (data.size() > kMaxDocumentSize) {
+      return fail(Errc::invalid, std::string(op) + " " + key.str() + " at " + where +
+                                     ": document of " + std::to_string(data.size()) +
+                                     " bytes exceeds the 1 MiB cap");
+    }
+    return {};
+  }
+
+  // The folders above `key`, the base ({}) first; with `inclusive`, `key` too.
+  static std::vector<Key> folders_above(const Key& key, bool inclusive) {
+    std::vector<Key> out{Key{}};
+    const auto names = key.escaped_segments();
+    const std::size_t n = inclusive || names.empty() ? names.size() : names.size() - 1;
+    for (std::size_t i = 0; i < n; ++i) {
+      out.push_back(*Key::parse(out.back().empty() ? names[i] : out.back().str() + "/" + names[i]));
+    }
+    return out;
+  }
+  bool folder_known(const Key& folder) {
+    std::lock_guard lock(folders_mu_);
+    return folders_.contains(folder);
+  }
+  // Every folder above `key` exists (a write or read under it succeeded).
+  void remember_folders(const Key& key, bool inclusive = false) {
+    std::lock_guard lock(folders_mu_);
+    for (auto& folder : folders_above(key, inclusive)) {
+      missing_.erase(folder);
+      folders_.insert(std::move(folder));
+    }
+  }
+  void remember_missing(const Key& folder) {
+    std::lock_guard lock(folders_mu_);
+    folders_.erase(folder);
+    missing_.insert(folder);
+  }
+  bool parent_known_missing(const Key& key) {
+    std::lock_guard lock(folders_mu_);
+    for (const auto& folder : folders_above(key, false)) {
+      if (missing_.contains(folder)) return true;
+    }
+    return false;
+  }
+  void forget_folders() {
+    std::lock_guard lock(folders_mu_);
+    folders_.clear();
+    missing_.clear();
+  }
+
+  const WebDavStoreOptions options_;
+  const BaseUrl base_;
+  const std::unique_ptr<HttpClient> http_;
+  const std::string where_;
+
+  std::mutex folders_mu_;
+  std::set<Key> folders_;  // folders known to exist ({} = the base)
+  std::set<Key> missing_;  // folders a listing found missing: create before writing
+
+  std::mutex probe_mu_;
+  std::optional<Capabilities> capabilities_;
+  // Whether the server refuses If-None-Match: * on an existing document; until
+  // known, create() checks for the document first.
+  std::atomic<bool> if_none_match_honoured_{false};
+
+  std::atomic<bool> skew_warned_{false};
+};
+
+}  // namespace instance::webdav

@@ -1,0 +1,248 @@
+// parse_webdav_url: store URLs and credentials into WebDavStoreOptions.
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "instance/stores/webdav.hpp"
+#include "paths.hpp"
+
+namespace instance {
+namespace {
+
+constexpr std::size_t kMaxSecretFileSize = 64 * 1024;
+constexpr std::string_view kDefaultOpenCloudFolder = ".instance-guard";
+
+// The URL for a message: everything between "://" and the last '@' dropped
+// (user info, even with an unescaped '/', '?' or '#' in a password), then
+// redact_url for sensitive query parameters.
+std::string shown(std::string_view url) {
+  std::string out(url);
+  if (const auto start = out.find("://"); start != std::string::npos) {
+    if (const auto at = out.rfind('@'); at != std::string::npos && at > start) {
+      out.replace(start + 3, at + 1 - (start + 3), "REDACTED@");
+    }
+  }
+  return webdav::printable(redact_url(out));
+}
+
+std::unexpected<Error> invalid(std::string_view url, std::string why) {
+  return fail(Errc::invalid, "store URL " + shown(url) + ": " + std::move(why));
+}
+
+// Percent-encodes every byte outside RFC 3986's unreserved set.
+std::string encode_segment(std::string_view raw) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : raw) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xF]);
+    }
+  }
+  return out;
+}
+
+// Reads a password or token file: at most 64 KiB, trailing whitespace
+// (the newline editors add) removed. The message names the file, never its
+// content.
+Result<std::string> read_secret_file(const std::filesystem::path& path, std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return fail(Errc::invalid, "cannot read the " + std::string(what) + " file " + path.string());
+  }
+  std::string secret;
+  secret.resize(kMaxSecretFileSize + 1);
+  in.read(secret.data(), static_cast<std::streamsize>(secret.size()));
+  secret.resize(static_cast<std::size_t>(in.gcount()));
+  if (in.bad()) {
+    return fail(Errc::invalid, "cannot read the " + std::string(what) + " file " + path.string());
+  }
+  if (secret.size() > kMaxSecretFileSize) {
+    return fail(Errc::invalid, "the " + std::string(what) + " file " + path.string() +
+                                   " is larger than 64 KiB");
+  }
+  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) {
+    secret.pop_back();
+  }
+  if (secret.empty()) {
+    return fail(Errc::invalid, "the " + std::string(what) + " file " + path.string() + " is empty");
+  }
+  if (secret.find_first_of("\r\n") != std::string::npos) {
+    return fail(Errc::invalid, "the " + std::string(what) + " file " + path.string() +
+                                   " holds more than one line");
+  }
+  return secret;
+}
+
+std::optional<std::string> lookup(const OpenOptions& options, std::string_view name) {
+  if (options.getenv) {
+    auto value = options.getenv(name);
+    if (value && value->empty()) return std::nullopt;
+    return value;
+  }
+  const char* value = std::getenv(std::string(name).c_str());
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+struct Credentials {
+  WebDavAuth auth = WebDavAuth::none;
+  std::string user;
+  std::string secret;
+};
+
+Result<Credentials> credentials(std::string_view url, std::string url_user,
+                                const OpenOptions& options) {
+  std::optional<std::string> token;
+  std::optional<std::string> password;
+  if (!options.token_file.empty()) {
+    auto t = read_secret_file(options.token_file, "token");
+    if (!t) return std::unexpected(t.error());
+    token = std::move(*t);
+  }
+  if (!options.password_file.empty()) {
+    auto p = read_secret_file(options.password_file, "password");
+    if (!p) return std::unexpected(p.error());
+    password = std::move(*p);
+  }
+  if (token && password) {
+    return invalid(url, "both a token file and a password file were given; give one");
+  }
+  if (!token && !password) {
+    token = lookup(options, "INSTANCE_GUARD_TOKEN");
+    password = lookup(options, "INSTANCE_GUARD_PASSWORD");
+    if (token && password) {
+      return invalid(url, "both INSTANCE_GUARD_TOKEN and INSTANCE_GUARD_PASSWORD are set; "
+                          "unset one");
+    }
+  }
+  Credentials out;
+  out.user = options.user;
+  if (out.user.empty()) out.user = lookup(options, "INSTANCE_GUARD_USER").value_or("");
+  if (out.user.empty()) out.user = std::move(url_user);
+  if (token) {
+    out.auth = WebDavAuth::bearer;
+    out.secret = std::move(*token);
+    out.user.clear();
+  } else if (password) {
+    if (out.user.empty()) {
+      return invalid(url, "a password was given but no user: give --user or "
+                          "INSTANCE_GUARD_USER");
+    }
+    out.auth = WebDavAuth::basic;
+    out.secret = std::move(*password);
+  } else if (!out.user.empty()) {
+    return invalid(url, "a user was given but no password: give --password-file or "
+                        "INSTANCE_GUARD_PASSWORD (or a token with --token-file or "
+                        "INSTANCE_GUARD_TOKEN)");
+  }
+  if (out.user.find(':') != std::string::npos) {
+    return invalid(url, "a basic-auth user name cannot contain ':'");
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<WebDavStoreOptions> parse_webdav_url(std::string_view url, const OpenOptions& options) {
+  const auto scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) {
+    return invalid(url, "expected webdav://, webdavs:// or opencloud://");
+  }
+  std::string scheme(url.substr(0, scheme_end));
+  for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string http_scheme;
+  if (scheme == "webdav") {
+    http_scheme = "http";
+  } else if (scheme == "webdavs" || scheme == "opencloud") {
+    http_scheme = "https";
+  } else {
+    return invalid(url, "expected webdav://, webdavs:// or opencloud://");
+  }
+  std::string_view rest = url.substr(scheme_end + 3);
+  // User info: a '@' before the first '/', '?' or '#'. A '@' after one of
+  // those is refused too: it may be a password holding an unescaped '/', '?'
+  // or '#', and messages must never show it (shown() drops up to the last '@').
+  constexpr std::string_view kPasswordAdvice =
+      "give it with --password-file or INSTANCE_GUARD_PASSWORD, or a token with --token-file or "
+      "INSTANCE_GUARD_TOKEN";
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
+    const auto delimiter = rest.find_first_of("/?#");
+    if (delimiter != std::string_view::npos && delimiter < at) {
+      return invalid(url, "an '@' after the host must be escaped as %40 (a password does not "
+                          "belong in the URL: " + std::string(kPasswordAdvice) + ")");
+    }
+    if (rest.substr(0, at).find(':') != std::string_view::npos) {
+      return invalid(url, "a password in the URL is refused (it would show in ps, shell history "
+                          "and logs); " + std::string(kPasswordAdvice));
+    }
+  }
+  for (unsigned char c : rest) {
+    if (c <= 0x20 || c >= 0x7F) return invalid(url, "spaces or control characters");
+  }
+  if (rest.find_first_of("?#") != std::string_view::npos) {
+    return invalid(url, "a query or fragment is not allowed");
+  }
+  const auto slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
+
+  std::string url_user;
+  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+    const auto userinfo = authority.substr(0, at);
+    auto decoded = webdav::percent_decode(userinfo);
+    if (!decoded) return invalid(url, "bad percent escape in the user name");
+    url_user = std::move(*decoded);
+    authority = authority.substr(at + 1);
+  }
+  if (authority.empty()) return invalid(url, "no host");
+
+  std::string base_path;
+  if (scheme == "opencloud") {
+    std::vector<std::string> segments;
+    std::string_view p = path;
+    while (!p.empty()) {
+      while (p.starts_with('/')) p.remove_prefix(1);
+      const auto next = p.find('/');
+      const auto seg = p.substr(0, next);
+      if (!seg.empty()) {
+        auto decoded = webdav::percent_decode(seg);
+        if (!decoded) return invalid(url, "bad percent escape in the path");
+        if (*decoded == "." || *decoded == "..") return invalid(url, "dot segments are not allowed");
+        segments.push_back(std::move(*decoded));
+      }
+      p = next == std::string_view::npos ? std::string_view{} : p.substr(next);
+    }
+    if (segments.empty()) {
+      return invalid(url, "no space id: use opencloud://host/<space-id>[/folder]");
+    }
+    if (segments.size() == 1) segments.emplace_back(kDefaultOpenCloudFolder);
+    base_path = "/dav/spaces";
+    for (const auto& s : segments) base_path.append("/").append(encode_segment(s));
+  } else {
+    base_path = std::string(path);
+    while (base_path.ends_with('/')) base_path.pop_back();
+  }
+
+  WebDavStoreOptions out;
+  out.base_url = http_scheme + "://" + std::string(authority) + base_path;
+  if (auto base = webdav::parse_base_url(out.base_url); !base) {
+    return invalid(url, base.error().message);
+  }
+  auto creds = credentials(url, std::move(url_user), options);
+  if (!creds) return std::unexpected(creds.error());
+  out.auth = creds->auth;
+  out.user = std::move(creds->user);
+  out.secret = std::move(creds->secret);
+  out.ca_file = options.ca_file;
+  out.insecure = options.insecure;
+  out.logger = options.logger;
+  out.max_clock_skew = options.ttl / 10;
+  return out;
+}
+
+}  // namespace instance

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# A guard killed with SIGKILL takes its child with it (PR_SET_PDEATHSIG).
+# Seen from another host, its record keeps others out until the ttl runs out;
+# then the next starts. On the same host, its dead pid makes it stale at once.
+source "$(dirname "$0")/lib.sh"
+
+# Part 1: the first guard runs under another host name (a UTS namespace), so
+# the second cannot tell that its process is gone and must wait out the ttl.
+unshare -u true 2>/dev/null || { echo "SKIP: needs unshare -u (root)"; exit 0; }
+set -m
+unshare -u bash -c 'hostname other-host && exec "$0" "$@"' "$BIN" run --store "$STORE" \
+  --ttl 2s --id first -- bash -c "$(sleeper first)" >"$WORK/first.out" 2>"$WORK/first.err" &
+first=$!
+set +m
+BG_PIDS+=("$first")
+wait_until 5 test -f "$WORK/first.started" || fail "the first guard's child did not start"
+read -r child _ <"$WORK/first.started"
+running "$child" || fail "child $child is not running"
+
+killed_at=$(now_ms)
+kill -KILL "$first"
+wait_exit "$first" 5
+wait_until 2 not_running "$child" || fail "the child $child outlived its SIGKILLed guard"
+ok "the child died $(($(now_ms) - killed_at)) ms after its guard was killed"
+
+run_guard run --store "$STORE" --ttl 2s --id second -- true
+expect_exit 75 "a run while the dead guard's record is still live"
+ok "refused while the record is live"
+
+second_ran() {
+  "$BIN" run --store "$STORE" --ttl 2s --id second -- true 2>"$WORK/last.err"
+}
+wait_until 6 second_ran || fail "no takeover within 6 s of a 2 s ttl"
+takeover_ms=$(($(now_ms) - killed_at))
+((takeover_ms >= 1000)) || fail "took over after ${takeover_ms} ms, before the 2 s record could expire"
+[[ ! -e $STORE/instances/first ]] || fail "the expired record of first was not deleted"
+ok "took over ${takeover_ms} ms after the SIGKILL (ttl 2s); the expired record was deleted"
+
+# Part 2: same host. The dead guard's record names this host, its boot and a
+# pid that no longer exists: the next guard starts at once.
+start_guard third run --store "$STORE" --ttl 1m --id third -- bash -c "$(sleeper third)"
+third=$LAST_PID
+wait_until 5 test -f "$WORK/third.started" || fail "the third guard's child did not start"
+killed_at=$(now_ms)
+kill -KILL "$third"
+wait_exit "$third" 5
+run_guard run --store "$STORE" --ttl 1m --id fourth -- true
+expect_exit 0 "a run after a same-host guard died"
+took=$(($(now_ms) - killed_at))
+((took < 1000)) || fail "same-host takeover took ${took} ms"
+ok "same host: took over ${took} ms after the SIGKILL, without waiting for the 1m ttl"

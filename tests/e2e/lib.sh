@@ -1,0 +1,108 @@
+# Helpers for the end-to-end tests of the instance-guard binary; each
+# *_test.sh sources this file. Needs bash, coreutils, grep and jq.
+#
+# Every test gets its own scratch folder ($WORK, with a store at $STORE and
+# XDG_STATE_HOME under it), never touches the user's real state, and kills
+# every process it started when it exits, however it exits. Waiting is done
+# by polling with short, bounded loops (wait_until), never by fixed sleeps.
+set -euo pipefail
+
+: "${INSTANCE_GUARD_BIN:?INSTANCE_GUARD_BIN must name the instance-guard binary}"
+BIN=$INSTANCE_GUARD_BIN
+command -v jq >/dev/null || { echo "FAIL: jq is needed (scripts/deps.sh installs it)" >&2; exit 1; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/instance-guard-e2e.XXXXXX")
+STORE=$WORK/store
+mkdir -p "$STORE"
+export XDG_STATE_HOME=$WORK/state
+unset INSTANCE_GUARD_STORE INSTANCE_GUARD_TTL INSTANCE_GUARD_ID INSTANCE_GUARD_USER \
+  INSTANCE_GUARD_PASSWORD INSTANCE_GUARD_TOKEN
+
+# Background processes to kill on exit; children record their process
+# groups in $WORK/pgids so their own children die too.
+BG_PIDS=()
+cleanup() {
+  local pid pgid
+  for pid in "${BG_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  if [[ -f $WORK/pgids ]]; then
+    while read -r pgid; do kill -KILL -- "-$pgid" 2>/dev/null || true; done <"$WORK/pgids"
+  fi
+  for pid in "${BG_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+trap 'exit 129' HUP
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+ok() { echo "ok: $*"; }
+
+now_ms() { date +%s%3N; }
+
+# wait_until SECONDS COMMAND...: runs COMMAND every 20 ms until it succeeds;
+# fails after SECONDS.
+wait_until() {
+  local deadline=$(($(now_ms) + $1 * 1000))
+  shift
+  until "$@"; do
+    (($(now_ms) < deadline)) || return 1
+    sleep 0.02
+  done
+}
+
+# start_guard NAME ARGS...: runs `instance-guard ARGS...` in the background,
+# output in $WORK/NAME.out and $WORK/NAME.err; its pid in $LAST_PID. Job
+# control is on while it starts: a script's background commands otherwise
+# start with SIGINT and SIGQUIT ignored, and the guard leaves ignored signals
+# alone.
+start_guard() {
+  local name=$1
+  shift
+  set -m
+  "$BIN" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+  LAST_PID=$!
+  set +m
+  BG_PIDS+=("$LAST_PID")
+}
+
+# wait_exit PID SECONDS: waits (polling) for PID to end, then reaps it and
+# sets $EXIT_CODE. Fails when it is still running after SECONDS.
+wait_exit() {
+  local pid=$1
+  wait_until "$2" not_running "$pid" || fail "process $pid still running after $2 s"
+  EXIT_CODE=0
+  wait "$pid" || EXIT_CODE=$?
+}
+
+running() { kill -0 "$1" 2>/dev/null; }
+not_running() { ! kill -0 "$1" 2>/dev/null || is_zombie "$1"; }
+is_zombie() { [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) == Z ]]; }
+
+# sleeper NAME: a script for `bash -c` that records its process group, writes
+# "$WORK/NAME.started" (its pid and INSTANCE_GUARD_ID) and then sleeps.
+export WORK
+sleeper() {
+  printf '%s' "echo \$\$ >>\"\$WORK/pgids\"; echo \"\$\$ \$INSTANCE_GUARD_ID\" >\"\$WORK/$1.started.tmp\"; mv \"\$WORK/$1.started.tmp\" \"\$WORK/$1.started\"; exec sleep 300"
+}
+
+# run_guard ARGS...: runs instance-guard in the foreground; sets $EXIT_CODE,
+# $ELAPSED_MS, and keeps stderr in $WORK/last.err, stdout in $WORK/last.out.
+run_guard() {
+  local start
+  start=$(now_ms)
+  EXIT_CODE=0
+  "$BIN" "$@" >"$WORK/last.out" 2>"$WORK/last.err" || EXIT_CODE=$?
+  ELAPSED_MS=$(($(now_ms) - start))
+}
+
+# expect_exit CODE DESCRIPTION: checks $EXIT_CODE from run_guard/wait_exit.
+expect_exit() {
+  [[ $EXIT_CODE == "$1" ]] || {
+    cat "$WORK/last.err" >&2 2>/dev/null || true
+    fail "$2: exit $EXIT_CODE, expected $1"
+  }
+}

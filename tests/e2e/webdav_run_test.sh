@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# `instance-guard run` on a WebDAV store behaves as on the directory store,
+# against Apache httpd (mod_dav) and lighttpd (mod_webdav) started here on
+# 127.0.0.1: a second run is refused (75) while the first runs, the record is
+# on the server in the original's shape, standing down removes it, the next
+# run starts at once. With basic auth: wrong credentials exit 69 naming the
+# URL, and no password appears in any output at debug level.
+source "$(dirname "$0")/lib.sh"
+
+SERVERS=${INSTANCE_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}/integration/servers
+chmod a+x "$WORK"  # run as root, the servers' workers (www-data) must traverse it
+STARTED=()
+stop_servers() {
+  local dir
+  for dir in "${STARTED[@]}"; do bash "${dir%%|*}" stop "${dir#*|}" >/dev/null 2>&1 || true; done
+}
+trap 'stop_servers; cleanup' EXIT
+
+# A TCP port on 127.0.0.1 nobody answers on.
+free_port() {
+  local port
+  while :; do
+    port=$((20000 + RANDOM % 40000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
+  done
+}
+
+# start_server NAME SCRIPT [ENV...]: starts a server in $WORK/NAME; sets $URL.
+start_server() {
+  local name=$1 script=$SERVERS/$2 attempt
+  shift 2
+  for attempt in 1 2 3; do
+    if URL=$(env WATCH_PID=$$ "$@" bash "$script" start "$WORK/$name" "$(free_port)" 2>"$WORK/$name.start.err"); then
+      STARTED+=("$script|$WORK/$name")
+      return 0
+    fi
+  done
+  cat "$WORK/$name.start.err" >&2
+  fail "could not start $name"
+}
+
+# The directory-store behaviour, on a WebDAV URL. $1: server name, $2: the
+# folder on disk the server serves, $3: store URL.
+check_run() {
+  local name=$1 root=$2 store=$3 first
+  start_guard "$name-first" run --store "$store" --id first -- bash -c "$(sleeper "$name-first")"
+  first=$LAST_PID
+  wait_until 10 test -f "$WORK/$name-first.started" ||
+    fail "$name: the first guard's child did not start: $(cat "$WORK/$name-first.err")"
+
+  run_guard run --store "$store" --id second -- bash -c 'echo second ran'
+  expect_exit 75 "$name: second run beside a live first"
+  grep -q 'another instance of this service is running' "$WORK/last.err" || fail "$name: no refusal message"
+  grep -q 'holder_id=first' "$WORK/last.err" || fail "$name: refusal does not name the first"
+  [[ ! -s $WORK/last.out ]] || fail "$name: the second command ran"
+  ok "$name: second run refused in ${ELAPSED_MS} ms"
+
+  local record=$root/instances/first
+  [[ -f $record ]] || fail "$name: no record at $record"
+  jq -e '.id == "first" and (.started_at | test("Z$")) and (.expires_at | test("Z$"))' "$record" \
+    >/dev/null || fail "$name: record not in the original's shape: $(cat "$record")"
+  ok "$name: the record is on the server in the original's shape"
+
+  kill -TERM "$first"
+  wait_exit "$first" 10
+  [[ $EXIT_CODE == 143 ]] || fail "$name: first guard exited $EXIT_CODE, expected 143"
+  [[ ! -e $record ]] || fail "$name: the first's record is still there"
+
+  run_guard run --store "$store" --id second -- bash -c 'echo second ran'
+  expect_exit 0 "$name: second run after the first stood down"
+  grep -q 'second ran' "$WORK/last.out" || fail "$name: the second command did not run"
+  ((ELAPSED_MS < 2000)) || fail "$name: second run took ${ELAPSED_MS} ms after the first exited"
+  ok "$name: next run started at once (${ELAPSED_MS} ms) after the first exited"
+
+  run_guard status --store "$store" --json
+  expect_exit 0 "$name: status"
+  [[ $(jq length "$WORK/last.out") == 0 ]] || fail "$name: records left: $(cat "$WORK/last.out")"
+}
+
+start_server apache apache.sh
+check_run apache "$WORK/apache/root/state" "webdav://${URL#http://}/state"
+
+start_server lighttpd lighttpd.sh
+check_run lighttpd "$WORK/lighttpd/root/state" "webdav://${URL#http://}/state"
+
+# Basic auth: credentials from a file or the environment, never shown.
+password='e2e-Pw-4f9a#x'
+printf '%s\n' "$password" | openssl passwd -apr1 -stdin | sed 's/^/guard:/' >"$WORK/htpasswd"
+chmod 644 "$WORK/htpasswd"
+start_server apache-auth apache.sh HTPASSWD="$WORK/htpasswd"
+auth_store="webdav://${URL#http://}/state"
+printf '%s\n' "$password" >"$WORK/password"
+printf '%s\n' 'not-the-Pw-1' >"$WORK/wrong"
+
+run_guard --log-level debug run --store "$auth_store" --user guard --password-file "$WORK/password" \
+  --id a -- bash -c 'echo authorised'
+expect_exit 0 "run with the right password file"
+grep -q authorised "$WORK/last.out" || fail "the command did not run with the right password"
+! grep -qF "$password" "$WORK/last.out" "$WORK/last.err" || fail "the password appears in the output"
+ok "basic auth with --password-file works; the password is not in the debug output"
+
+INSTANCE_GUARD_USER=guard INSTANCE_GUARD_PASSWORD=$password \
+  run_guard --log-level debug run --store "$auth_store" --id a -- bash -c 'echo from-env'
+expect_exit 0 "run with credentials from the environment"
+! grep -qF "$password" "$WORK/last.out" "$WORK/last.err" || fail "the password appears in the output"
+ok "basic auth from the environment works"
+
+run_guard --log-level debug run --store "$auth_store" --user guard --password-file "$WORK/wrong" \
+  --id a -- bash -c 'echo should-not-run'
+expect_exit 69 "run with a wrong password"
+grep -q '401' "$WORK/last.err" || fail "the error does not say 401: $(cat "$WORK/last.err")"
+grep -qF "${URL#http://}" "$WORK/last.err" || fail "the error does not name the server"
+! grep -qF 'not-the-Pw-1' "$WORK/last.err" "$WORK/last.out" || fail "the wrong password appears"
+[[ ! -s $WORK/last.out ]] || fail "the command ran with a wrong password"
+ok "a wrong password exits 69 naming the server, without the password"
+
+run_guard run --store "webdav://guard:InUrl-Pw-83@${URL#http://}/state" -- bash -c 'echo no'
+expect_exit 78 "a password in the URL"
+! grep -qF "InUrl-Pw-83" "$WORK/last.err" || fail "the password in the URL is echoed"
+ok "a password in the URL is refused and not echoed"

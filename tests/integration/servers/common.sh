@@ -1,0 +1,42 @@
+# Shared by apache.sh and lighttpd.sh: package install, stop, watchdog.
+# Sourced with $dir and $pidf set.
+
+# Installs Debian packages when missing (apt-get update once on a fresh box).
+need() {
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends "$@" >/dev/null 2>&1 ||
+    { apt-get update >/dev/null && apt-get install -y --no-install-recommends "$@" >/dev/null; }
+}
+
+# Stops the server named by $pidf: TERM, up to 5 s, then KILL.
+stop_server() {
+  [ -f "$pidf" ] || return 0
+  local pid; pid=$(cat "$pidf")
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid"
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+  fi
+  rm -f "$pidf"
+}
+
+# With WATCH_PID set, stops the server once that process is gone (a test
+# executable that crashed before its teardown), so no server outlives it.
+start_watchdog() {
+  [ -n "${WATCH_PID:-}" ] || return 0
+  (
+    while kill -0 "$WATCH_PID" 2>/dev/null && [ -f "$pidf" ]; do sleep 1; done
+    stop_server
+  ) </dev/null >/dev/null 2>&1 &
+}
+
+# Waits (10 s at most) until the server has written its pid file and
+# accepts connections on 127.0.0.1:$1 (bash's /dev/tcp: no curl needed).
+wait_ready() {
+  local port=$1
+  for _ in $(seq 100); do
+    if [ -s "$pidf" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  return 1
+}

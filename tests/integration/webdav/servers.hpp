@@ -1,0 +1,73 @@
+// Real WebDAV servers for the tests: Apache httpd (mod_dav_fs) and lighttpd
+// (mod_webdav), started from tests/integration/servers/*.sh on 127.0.0.1.
+//
+// Each server is started at most once per test executable, on first use,
+// in a fresh temporary folder on a free port, and stopped (folder removed)
+// when the tests end; the start script's watchdog stops it too if the
+// executable dies first. start() waits (bounded) until the server answers.
+//
+// Thread safety: server() may be called from any thread.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace instance::testing {
+
+enum class ServerKind { apache, lighttpd };
+
+struct ServerConfig {
+  ServerKind kind = ServerKind::apache;
+  // Basic auth required: the htpasswd line is made for this user and password.
+  std::string user;
+  std::string password;
+  bool tls = false;  // https with a self-signed certificate (ca_file())
+};
+
+class WebDavServer {
+ public:
+  // The running server for `name`; started on first use with `config`.
+  // Fails the calling test (fatal) when the server cannot start.
+  static WebDavServer& get(const std::string& name, const ServerConfig& config);
+  static WebDavServer& apache() { return get("apache", {.kind = ServerKind::apache}); }
+  static WebDavServer& lighttpd() { return get("lighttpd", {.kind = ServerKind::lighttpd}); }
+
+  ~WebDavServer();
+  WebDavServer(const WebDavServer&) = delete;
+  WebDavServer& operator=(const WebDavServer&) = delete;
+
+  bool running() const { return !url_.empty(); }
+  // "http://127.0.0.1:PORT" (https with tls).
+  const std::string& url() const { return url_; }
+  int port() const { return port_; }
+  // The document root on disk: what the server serves at url().
+  std::filesystem::path root() const { return dir_ / "root"; }
+  std::filesystem::path access_log() const { return dir_ / "logs" / "access.log"; }
+  std::filesystem::path ca_file() const { return dir_ / "cert.pem"; }
+  // A folder name no other test of this executable uses ("t<n>-<pid>").
+  static std::string fresh_folder();
+
+  // Creates a file under root() as the server's user would, so the server can
+  // also change or delete it (parent folders included).
+  void place_file(const std::filesystem::path& relative, const std::string& content) const;
+
+  void stop();
+
+ private:
+  WebDavServer(std::string name, ServerConfig config);
+  bool start();
+
+  std::string name_;
+  ServerConfig config_;
+  std::filesystem::path dir_;
+  std::string url_;
+  int port_ = 0;
+};
+
+// The folder holding the server scripts (tests/integration/servers).
+std::filesystem::path server_scripts_dir();
+
+// A TCP port on 127.0.0.1 nobody listens on right now.
+int free_port();
+
+}  // namespace instance::testing

@@ -1,0 +1,376 @@
+// verify, exclusive and auto: exclusion, fencing epochs, loss detection,
+// skew margins, same-host crashes and waiting. Fake clock, manual scheduler.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "instance/guard.hpp"
+#include "instance/stores/memory.hpp"
+#include "instance/testing.hpp"
+#include "instance/time.hpp"
+#include "support/test_support.hpp"
+
+namespace instance {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::CapturingLogger;
+using testing::FailingStore;
+using testing::Op;
+
+// A store with only the plain operations, as nginx or rclone serve WebDAV.
+class PlainStore final : public StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  Capabilities capabilities() override { return {}; }
+  Result<std::string> replace_if(const Key& k, std::string_view, std::string_view) override {
+    return fail(Errc::unsupported, "plain store: no conditional replace of " + k.str());
+  }
+  Result<void> remove_if(const Key& k, std::string_view) override {
+    return fail(Errc::unsupported, "plain store: no conditional remove of " + k.str());
+  }
+};
+
+// Runs a hook before each replace, to let a contender act mid-claim.
+class HookStore final : public StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  std::function<void(const Key&, std::string_view)> before_replace;
+  Result<std::string> replace(const Key& k, std::string_view d) override {
+    if (auto hook = std::exchange(before_replace, nullptr)) hook(k, d);
+    return StoreWrapper::replace(k, d);
+  }
+};
+
+class ModesTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  std::shared_ptr<ManualScheduler> scheduler = std::make_shared<ManualScheduler>(clock);
+  std::shared_ptr<CapturingLogger> logger = std::make_shared<CapturingLogger>();
+  std::shared_ptr<Store> memory = make_memory_store();
+  std::shared_ptr<FailingStore> store = std::make_shared<FailingStore>(memory);
+
+  GuardOptions options(std::string id, Mode mode) {
+    std::string host = "host-" + id;
+    return {.ttl = 30s, .id = std::move(id), .host = std::move(host), .pid = 100,
+            .clock = clock, .scheduler = scheduler, .logger = logger, .mode = mode,
+            .max_skew = 2s, .boot_id = "boot", .pid_ns = "pidns"};
+  }
+  Guard guard(std::string id, Mode mode, std::shared_ptr<Store> s = nullptr) {
+    return Guard::create(s ? s : store, options(std::move(id), mode)).value();
+  }
+  bool exists(std::string_view key) { return memory->get(Key::parse(key).value()).has_value(); }
+  void put_record(const Record& r) {
+    ASSERT_TRUE(memory->replace(record_key(r.id).value(), encode_record(r)));
+  }
+};
+
+// ---- exclusive --------------------------------------------------------------
+
+TEST_F(ModesTest, ExclusiveRefusesBesideALiveHolderAndNamesIt) {
+  auto a = guard("a", Mode::exclusive).claim().value();
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().error.code, Errc::another_instance);
+  EXPECT_EQ(b.error().holder->record->id, "a");
+  EXPECT_EQ(a.mode(), Mode::exclusive);
+  EXPECT_TRUE(exists("instances/a"));
+  EXPECT_TRUE(exists("instances.lease"));
+}
+
+TEST_F(ModesTest, ExclusiveEpochGrowsWithEveryAcquisition) {
+  std::uint64_t last = 0;
+  for (const char* id : {"a", "b", "a", "c"}) {
+    auto c = guard(id, Mode::exclusive).claim().value();
+    ASSERT_TRUE(c.epoch().has_value());
+    EXPECT_GT(*c.epoch(), last) << id;
+    last = *c.epoch();
+    ASSERT_TRUE(c.stand_down());
+  }
+  EXPECT_EQ(last, 4u);
+  EXPECT_TRUE(exists("instances.lease"));  // kept, released, so the epoch never goes back
+  EXPECT_FALSE(exists("instances/c"));
+}
+
+TEST_F(ModesTest, ExclusiveTakesOverAnExpiredLeaseOnlyAfterTheSkewMargin) {
+  auto a = guard("a", Mode::exclusive).claim().value();
+  // a hangs: only the clock moves, its scheduled renewals never run.
+  clock->advance(30s);  // a's lease expires now; the margin is 2 s more
+  EXPECT_FALSE(guard("b", Mode::exclusive).claim().has_value());
+  clock->advance(2s);
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  EXPECT_EQ(b->epoch(), std::optional<std::uint64_t>(2));
+}
+
+TEST_F(ModesTest, ExclusiveRenewalThatFindsTheLeaseTakenIsALoss) {
+  int lost_calls = 0;
+  auto opts = options("a", Mode::exclusive);
+  opts.on_lost = [&](const Error& e) {
+    ++lost_calls;
+    EXPECT_EQ(e.code, Errc::lost);
+  };
+  auto a = Guard::create(store, opts).value().claim().value();
+  // Someone rewrites the lease behind a's back (a partition healed, say).
+  const Key lease = Key::parse("instances.lease").value();
+  ASSERT_TRUE(memory->replace(lease, memory->get(lease)->data));
+  scheduler->advance(10s);
+  EXPECT_EQ(lost_calls, 1);
+  EXPECT_EQ(a.status(), ClaimStatus::lost);
+  EXPECT_FALSE(a.active());
+  EXPECT_NE(a.loss()->message.find("taken"), std::string::npos);
+  EXPECT_FALSE(exists("instances/a"));
+  scheduler->advance(1min);
+  EXPECT_EQ(lost_calls, 1);
+  EXPECT_EQ(scheduler->pending(), 0u);
+  EXPECT_TRUE(a.stand_down());  // nothing left to do, and no error
+}
+
+TEST_F(ModesTest, AHolderCutOffFromItsStoreFencesItselfBeforeOthersCanTakeOver) {
+  int lost_calls = 0;
+  auto opts = options("a", Mode::exclusive);
+  opts.on_lost = [&](const Error&) { ++lost_calls; };
+  auto a = Guard::create(store, opts).value().claim().value();
+  const MonoTime claimed = clock->monotonic();
+  EXPECT_EQ(a.fence_deadline(), claimed + 28s);  // ttl - max_skew
+  for (Op op : {Op::get, Op::create, Op::replace, Op::remove, Op::list, Op::replace_if,
+                Op::remove_if}) {
+    store->fail_on(op, Errc::unavailable);
+  }
+  scheduler->advance(27s);
+  EXPECT_EQ(lost_calls, 0);
+  EXPECT_TRUE(a.active());
+  scheduler->advance(1s);
+  EXPECT_EQ(lost_calls, 1);
+  EXPECT_EQ(a.status(), ClaimStatus::lost);
+  // Others, judging a's lease with their own margin, can take over only at
+  // 30 s + 2 s: after a stopped.
+  store->heal();
+  EXPECT_FALSE(guard("b", Mode::exclusive).claim().has_value());
+  clock->advance(4s);
+  EXPECT_TRUE(guard("b", Mode::exclusive).claim().has_value());
+}
+
+TEST_F(ModesTest, SuccessfulRenewalsMoveTheFenceDeadline) {
+  auto a = guard("a", Mode::exclusive).claim().value();
+  for (int i = 1; i <= 6; ++i) {
+    scheduler->advance(10s);
+    EXPECT_EQ(a.fence_deadline(), clock->monotonic() + 28s);
+  }
+  EXPECT_TRUE(a.active());
+}
+
+TEST_F(ModesTest, ExclusiveNeverOverwritesAnUnreadableLease) {
+  const Key lease = Key::parse("instances.lease").value();
+  ASSERT_TRUE(memory->replace(lease, "garbage"));
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().error.code, Errc::another_instance);
+  EXPECT_EQ(memory->get(lease)->data, "garbage");
+}
+
+TEST_F(ModesTest, ExclusiveIsKeptOutByALiveOriginalGuard) {
+  put_record({.id = "go-1", .started_at = clock->wall(), .expires_at = clock->wall() + 1min});
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().holder->record->id, "go-1");
+  EXPECT_FALSE(exists("instances/b"));
+}
+
+TEST_F(ModesTest, ExclusiveOnAStoreWithoutConditionalWritesRefusesClearly) {
+  auto plain = std::make_shared<PlainStore>(memory);
+  auto c = guard("a", Mode::exclusive, plain).claim();
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().error.code, Errc::unsupported);
+  EXPECT_NE(c.error().error.message.find("--mode verify"), std::string::npos);
+}
+
+TEST_F(ModesTest, LosingTheCompareAndSetMeansReadingAgain) {
+  // Between b's read of a released lease and its write, c takes the lease.
+  auto first = guard("a", Mode::exclusive).claim().value();
+  ASSERT_TRUE(first.stand_down());
+  auto c_guard = guard("c", Mode::exclusive);
+  std::optional<Claim> c_claim;
+  // Just before b's compare-and-set on the lease it read, c takes the lease.
+  struct Racer final : StoreWrapper {
+    using StoreWrapper::StoreWrapper;
+    std::function<void()> before_cas;
+    Result<std::string> replace_if(const Key& k, std::string_view d, std::string_view v) override {
+      if (auto f = std::exchange(before_cas, nullptr)) f();
+      return StoreWrapper::replace_if(k, d, v);
+    }
+  };
+  auto racer = std::make_shared<Racer>(memory);
+  racer->before_cas = [&] { c_claim.emplace(c_guard.claim().value()); };
+  auto b = guard("b", Mode::exclusive, racer).claim();
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().holder->record->id, "c");
+  EXPECT_EQ(c_claim->epoch(), std::optional<std::uint64_t>(2));
+}
+
+// ---- verify -----------------------------------------------------------------
+
+TEST_F(ModesTest, VerifyClaimsAStoreWithoutConditionalWrites) {
+  auto plain = std::make_shared<PlainStore>(memory);
+  auto a = guard("a", Mode::verify, plain).claim();
+  ASSERT_TRUE(a.has_value()) << a.error().error.message;
+  const Record r = decode_record(memory->get(record_key("a").value())->data).value();
+  EXPECT_EQ(r.state, "");  // held
+  EXPECT_EQ(r.mode, "verify");
+  EXPECT_FALSE(guard("b", Mode::verify, plain).claim().has_value());
+}
+
+TEST_F(ModesTest, VerifyWaitsTheSettleTimeBetweenWriteAndScan) {
+  auto opts = options("a", Mode::verify);
+  opts.settle = 200ms;
+  const MonoTime before = clock->monotonic();
+  auto a = Guard::create(store, opts).value().claim();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(clock->monotonic() - before, Duration{200ms});
+}
+
+TEST_F(ModesTest, VerifyContendersThatSeeEachOtherBothWithdraw) {
+  // b writes its claiming record while a settles: a's second scan sees it.
+  auto hook = std::make_shared<HookStore>(memory);
+  hook->before_replace = [&](const Key&, std::string_view) {
+    Record b{.id = "b", .started_at = clock->wall(), .expires_at = clock->wall() + 30s,
+             .state = "claiming"};
+    put_record(b);
+  };
+  auto a = guard("a", Mode::verify, hook).claim();
+  ASSERT_FALSE(a.has_value());
+  EXPECT_EQ(a.error().error.code, Errc::another_instance);
+  EXPECT_EQ(a.error().holder->record->id, "b");
+  EXPECT_FALSE(exists("instances/a")) << "a must withdraw its claiming record";
+}
+
+TEST_F(ModesTest, VerifyRenewalScanMakesTheLaterOfTwoHoldersLose) {
+  int a_lost = 0;
+  auto opts = options("a", Mode::verify);
+  opts.on_lost = [&](const Error&) { ++a_lost; };
+  auto a = Guard::create(store, opts).value().claim().value();
+  // An earlier holder appears (a healed partition): a claimed later, a loses.
+  put_record({.id = "z-earlier", .started_at = clock->wall() - 1min,
+              .expires_at = clock->wall() + 30s});
+  scheduler->advance(10s);
+  EXPECT_EQ(a_lost, 1);
+  EXPECT_NE(a.loss()->message.find("z-earlier"), std::string::npos);
+}
+
+TEST_F(ModesTest, VerifyRenewalIgnoresContendersStillClaimingAndLaterHolders) {
+  int a_lost = 0;
+  auto opts = options("a", Mode::verify);
+  opts.on_lost = [&](const Error&) { ++a_lost; };
+  auto a = Guard::create(store, opts).value().claim().value();
+  put_record({.id = "claimer", .started_at = clock->wall(), .expires_at = clock->wall() + 30s,
+              .state = "claiming"});
+  put_record({.id = "later", .started_at = clock->wall() + 1s,
+              .expires_at = clock->wall() + 30s});
+  scheduler->advance(10s);
+  EXPECT_EQ(a_lost, 0);
+  EXPECT_TRUE(logger->contains("a later instance holds too"));
+}
+
+// ---- auto, skew, same host, wait ----------------------------------------------
+
+TEST_F(ModesTest, AutoPicksTheStrongestTheStoreSupports) {
+  EXPECT_EQ(guard("a", Mode::automatic).resolve_mode().value(), Mode::exclusive);
+  auto plain = std::make_shared<PlainStore>(memory);
+  EXPECT_EQ(guard("a", Mode::automatic, plain).resolve_mode().value(), Mode::verify);
+  auto c = guard("a", Mode::automatic).claim().value();
+  EXPECT_EQ(c.mode(), Mode::exclusive);
+  EXPECT_TRUE(c.epoch().has_value());
+}
+
+TEST_F(ModesTest, OtherHostsRecordsStayLiveForTheSkewMargin) {
+  put_record({.id = "far", .started_at = clock->wall(), .expires_at = clock->wall() + 10s,
+              .host = "elsewhere"});
+  clock->advance(11s);  // expired by 1 s, within the 2 s margin
+  EXPECT_FALSE(guard("a", Mode::verify).claim().has_value());
+  EXPECT_TRUE(guard("a2", Mode::announce).claim().has_value()) << "announce keeps no margin";
+}
+
+TEST_F(ModesTest, ARecordOfADeadProcessOnThisHostIsStaleAtOnce) {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // now a pid with no process
+  put_record({.id = "crashed", .started_at = clock->wall(), .expires_at = clock->wall() + 1h,
+              .host = "host-a", .pid = child, .boot_id = "boot", .pid_ns = "pidns"});
+  auto a = guard("a", Mode::verify).claim();
+  ASSERT_TRUE(a.has_value()) << a.error().error.message;
+  EXPECT_FALSE(exists("instances/crashed"));
+}
+
+TEST_F(ModesTest, ALiveProcessOrAnotherBootKeepsTheRecordLive) {
+  put_record({.id = "alive", .started_at = clock->wall(), .expires_at = clock->wall() + 1h,
+              .host = "host-a", .pid = ::getpid(), .boot_id = "boot", .pid_ns = "pidns"});
+  EXPECT_FALSE(guard("a", Mode::verify).claim().has_value());
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  put_record({.id = "alive", .started_at = clock->wall(), .expires_at = clock->wall() + 1h,
+              .host = "host-a", .pid = child, .boot_id = "another-boot", .pid_ns = "pidns"});
+  EXPECT_FALSE(guard("a", Mode::verify).claim().has_value());
+}
+
+TEST_F(ModesTest, WaitingClaimsOnceTheHolderStandsDown) {
+  auto holder = guard("a", Mode::exclusive).claim().value();
+  int told = 0;
+  WaitOptions wait{.on_wait = [&](const ClaimError& e) {
+    ++told;
+    EXPECT_EQ(e.holder->record->id, "a");
+    ASSERT_TRUE(holder.stand_down());  // the holder leaves while b waits
+  }};
+  const MonoTime start = clock->monotonic();
+  auto b = guard("b", Mode::exclusive).claim_waiting(wait);
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  EXPECT_EQ(told, 1);
+  EXPECT_LE(clock->monotonic() - start, Duration{500ms}) << "one poll at most";
+}
+
+TEST_F(ModesTest, WaitingGivesUpAfterTheTimeout) {
+  auto holder = guard("a", Mode::exclusive).claim().value();
+  const MonoTime start = clock->monotonic();
+  auto b = guard("b", Mode::exclusive).claim_waiting({.timeout = 5s});
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().error.code, Errc::another_instance);
+  EXPECT_EQ(clock->monotonic() - start, Duration{5s});
+}
+
+TEST_F(ModesTest, WaitingClaimsWhenTheHolderExpires) {
+  put_record({.id = "gone", .started_at = clock->wall(), .expires_at = clock->wall() + 3s,
+              .host = "elsewhere"});
+  auto b = guard("b", Mode::verify).claim_waiting({});
+  ASSERT_TRUE(b.has_value());
+  EXPECT_GE(clock->wall(), parse_rfc3339("2026-01-01T00:00:05Z").value());  // 3 s + 2 s margin
+}
+
+TEST_F(ModesTest, AStopRequestEndsTheWait) {
+  auto holder = guard("a", Mode::exclusive).claim().value();
+  std::stop_source stop;
+  auto b = guard("b", Mode::exclusive)
+               .claim_waiting({.on_wait = [&](const ClaimError&) { stop.request_stop(); }},
+                              stop.get_token());
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().error.code, Errc::cancelled);
+}
+
+TEST_F(ModesTest, BadTimingOptionsAreRejected) {
+  auto o = options("a", Mode::verify);
+  o.max_skew = 15s;  // half the ttl
+  EXPECT_EQ(Guard::create(store, o).error().code, Errc::invalid);
+  o = options("a", Mode::verify);
+  o.settle = 10s;  // a third of the ttl
+  EXPECT_EQ(Guard::create(store, o).error().code, Errc::invalid);
+}
+
+TEST(Mode, ParsesAndPrints) {
+  for (Mode m : {Mode::automatic, Mode::announce, Mode::verify, Mode::exclusive}) {
+    EXPECT_EQ(parse_mode(to_string(m)).value(), m);
+  }
+  EXPECT_EQ(parse_mode("lock").error().code, Errc::invalid);
+}
+
+}  // namespace
+}  // namespace instance

@@ -1,0 +1,307 @@
+// The original guard's test suite, and the rules around it, in announce mode
+// (the original's protocol), driven by a fake clock and a manual scheduler:
+// no test sleeps.
+#include "instance/guard.hpp"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "instance/stores/memory.hpp"
+#include "instance/testing.hpp"
+#include "instance/time.hpp"
+#include "support/test_support.hpp"
+
+namespace instance {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::CapturingLogger;
+using testing::FailingStore;
+using testing::Op;
+
+class GuardTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  std::shared_ptr<ManualScheduler> scheduler = std::make_shared<ManualScheduler>(clock);
+  std::shared_ptr<CapturingLogger> logger = std::make_shared<CapturingLogger>();
+  std::shared_ptr<FailingStore> store = std::make_shared<FailingStore>(make_memory_store());
+
+  Guard guard(std::string id, Duration ttl = 30s) {
+    std::string host = "host-" + id;
+    return Guard::create(store, {.ttl = ttl, .id = std::move(id), .host = std::move(host),
+                                 .pid = 100, .clock = clock, .scheduler = scheduler,
+                                 .logger = logger, .mode = Mode::announce})
+        .value();
+  }
+  Claim claim(std::string id, Duration ttl = 30s) { return guard(std::move(id), ttl).claim().value(); }
+
+  void put_record(const std::string& id, WallTime expires) {
+    Record r{.id = id, .started_at = clock->wall(), .expires_at = expires};
+    ASSERT_TRUE(store->replace(record_key(id).value(), encode_record(r)));
+  }
+  Record stored(const std::string& id) {
+    return decode_record(store->get(record_key(id).value()).value().data).value();
+  }
+  bool exists(const std::string& id) { return store->get(record_key(id).value()).has_value(); }
+};
+
+TEST_F(GuardTest, RefusesBesideALiveInstance) {
+  auto first = claim("first");
+  auto second = guard("second").claim();
+  ASSERT_FALSE(second.has_value());
+  EXPECT_EQ(second.error().error.code, Errc::another_instance);
+  EXPECT_TRUE(second.error().error.message.starts_with(kAnotherInstanceMessage));
+  ASSERT_TRUE(second.error().holder.has_value());
+  ASSERT_TRUE(second.error().holder->record.has_value());
+  EXPECT_EQ(second.error().holder->record->id, "first");
+  EXPECT_NE(second.error().error.message.find("holder id=first host=host-first pid=100"),
+            std::string::npos);
+  EXPECT_NE(second.error().error.message.find(format_rfc3339(first.record().expires_at)),
+            std::string::npos);
+  EXPECT_FALSE(exists("second"));  // a refused guard writes nothing
+}
+
+TEST_F(GuardTest, AfterTheFirstStandsDownTheNextStartsAtOnce) {
+  auto first = claim("first");
+  ASSERT_TRUE(first.stand_down());
+  EXPECT_FALSE(exists("first"));
+  EXPECT_TRUE(guard("second").claim().has_value());
+}
+
+TEST_F(GuardTest, TakesOverAnExpiredRecordAndDeletesIt) {
+  put_record("old", clock->wall() + 10s);
+  clock->advance(10s);  // now == expires_at: expired
+  auto c = guard("new").claim();
+  ASSERT_TRUE(c.has_value()) << c.error().error.message;
+  EXPECT_FALSE(exists("old"));
+  EXPECT_TRUE(exists("new"));
+  EXPECT_TRUE(logger->contains("removed a stale record"));
+}
+
+TEST_F(GuardTest, RenewalKeepsTheRecordLive) {
+  auto first = claim("first", 30s);
+  for (int i = 0; i < 10; ++i) {
+    scheduler->advance(10s);  // ttl/3
+    EXPECT_GT(stored("first").expires_at, clock->wall() + 15s) << "round " << i;
+    EXPECT_FALSE(guard("second").claim().has_value());
+  }
+  EXPECT_EQ(store->calls(Op::replace), 11);  // the claim and ten renewals
+}
+
+TEST_F(GuardTest, RenewsEveryThirdOfTheTtl) {
+  auto first = claim("first", 30s);
+  EXPECT_EQ(scheduler->next_due(), std::optional<Duration>(10s));
+}
+
+TEST_F(GuardTest, WithoutRenewalTheRecordExpires) {
+  put_record("silent", clock->wall() + 30s);
+  clock->advance(29s);
+  EXPECT_FALSE(guard("second").claim().has_value());
+  clock->advance(1s);
+  EXPECT_TRUE(guard("second").claim().has_value());
+}
+
+TEST_F(GuardTest, AClaimWithItsOwnIdSucceeds) {
+  put_record("me", clock->wall() + 1h);  // a live record of an earlier life
+  auto c = guard("me").claim();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_GT(stored("me").expires_at, clock->wall());
+}
+
+TEST_F(GuardTest, OwnIdIsJudgedByTheRecordNotTheFileName) {
+  // The original skips any record whose id is its own, whatever it is called.
+  Record r{.id = "me", .started_at = clock->wall(), .expires_at = clock->wall() + 1h};
+  ASSERT_TRUE(store->replace(Key::parse("instances/other-name").value(), encode_record(r)));
+  EXPECT_TRUE(guard("me").claim().has_value());
+}
+
+TEST_F(GuardTest, AnUnreadableRecordRefuses) {
+  const Key junk = Key::parse("instances/junk").value();
+  ASSERT_TRUE(store->replace(junk, "{not json"));
+  auto c = guard("me").claim();
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().error.code, Errc::another_instance);
+  ASSERT_TRUE(c.error().holder.has_value());
+  EXPECT_EQ(c.error().holder->key, junk);
+  EXPECT_FALSE(c.error().holder->record.has_value());
+  EXPECT_TRUE(store->get(junk).has_value()) << "an unreadable record must never be deleted";
+}
+
+TEST_F(GuardTest, ARecordWithoutExpiryIsUnreadableNotExpired) {
+  const Key k = Key::parse("instances/x").value();
+  ASSERT_TRUE(store->replace(k, R"({"id":"x","started_at":"2026-01-01T00:00:00Z"})"));
+  EXPECT_FALSE(guard("me").claim().has_value());
+  EXPECT_TRUE(store->get(k).has_value());
+}
+
+TEST_F(GuardTest, AReadThatFailsRefusesAndDeletesNothing) {
+  put_record("other", clock->wall() - 1h);  // expired, but we cannot read it
+  store->fail_on(Op::get, Errc::unavailable);
+  auto c = guard("me").claim();
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().error.code, Errc::unavailable);
+  store->heal();
+  EXPECT_TRUE(exists("other"));
+  EXPECT_FALSE(exists("me"));
+}
+
+TEST_F(GuardTest, ARecordThatVanishedBeforeItsReadIsGone) {
+  put_record("other", clock->wall() + 1h);
+  store->fail_on(Op::get, Errc::not_found);
+  EXPECT_TRUE(guard("me").claim().has_value());
+}
+
+TEST_F(GuardTest, AFailedListingFailsTheClaim) {
+  store->fail_on(Op::list, Errc::unavailable);
+  auto c = guard("me").claim();
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().error.code, Errc::unavailable);
+  EXPECT_EQ(store->calls(Op::replace), 0);
+}
+
+TEST_F(GuardTest, AFailedDeleteOfAnExpiredRecordIsLoggedNotFatal) {
+  put_record("old", clock->wall() - 1s);
+  store->fail_on(Op::remove, Errc::permission);
+  store->fail_on(Op::remove_if, Errc::permission);
+  EXPECT_TRUE(guard("me").claim().has_value());
+  EXPECT_TRUE(logger->contains("could not remove a stale record"));
+}
+
+TEST_F(GuardTest, AnExpiredRecordRewrittenMeanwhileIsNotDeleted) {
+  put_record("old", clock->wall() - 1s);
+  // Between our read and our delete, "old" restarts and rewrites its record.
+  store->fail_on(Op::remove_if, Errc::conflict);
+  auto c = guard("me").claim();
+  EXPECT_TRUE(c.has_value());
+  EXPECT_TRUE(exists("old"));
+  EXPECT_EQ(store->calls(Op::remove), 0);
+}
+
+TEST_F(GuardTest, AFailedWriteFailsTheClaim) {
+  store->fail_on(Op::replace, Errc::no_space);
+  auto c = guard("me").claim();
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().error.code, Errc::no_space);
+  EXPECT_EQ(scheduler->pending(), 0u);
+}
+
+TEST_F(GuardTest, AFailedRenewalIsLoggedAndRetriedNextPeriod) {
+  auto c = claim("me", 30s);
+  const auto first_expiry = stored("me").expires_at;
+  store->fail_on(Op::replace, Errc::unavailable);
+  scheduler->advance(10s);
+  EXPECT_TRUE(logger->contains("renewal failed; retrying next period"));
+  EXPECT_EQ(scheduler->pending(), 1u);
+  store->heal();
+  scheduler->advance(10s);
+  EXPECT_EQ(stored("me").expires_at, clock->wall() + 30s);
+  EXPECT_GT(stored("me").expires_at, first_expiry);
+}
+
+TEST_F(GuardTest, StandDownIsIdempotentAndStopsRenewals) {
+  auto c = claim("me");
+  EXPECT_TRUE(c.active());
+  EXPECT_TRUE(c.stand_down());
+  EXPECT_FALSE(c.active());
+  EXPECT_TRUE(c.stand_down());
+  EXPECT_EQ(store->calls(Op::remove), 1);
+  EXPECT_EQ(scheduler->pending(), 0u);
+  scheduler->advance(1h);
+  EXPECT_FALSE(exists("me"));
+}
+
+TEST_F(GuardTest, StandDownRunsOnDestruction) {
+  { auto c = claim("me"); }
+  EXPECT_FALSE(exists("me"));
+  EXPECT_EQ(scheduler->pending(), 0u);
+}
+
+TEST_F(GuardTest, AMovedClaimStandsDownOnce) {
+  auto a = claim("me");
+  Claim b = std::move(a);
+  EXPECT_TRUE(b.active());
+  EXPECT_FALSE(a.active());  // NOLINT(bugprone-use-after-move): checking the moved-from state
+  EXPECT_TRUE(b.stand_down());
+  EXPECT_EQ(store->calls(Op::remove), 1);
+}
+
+TEST_F(GuardTest, StandDownFromManyThreadsRemovesOnce) {
+  auto c = claim("me");
+  std::vector<std::jthread> threads;
+  for (int i = 0; i < 8; ++i) threads.emplace_back([&] { EXPECT_TRUE(c.stand_down()); });
+  threads.clear();
+  EXPECT_EQ(store->calls(Op::remove), 1);
+  EXPECT_FALSE(exists("me"));
+}
+
+TEST_F(GuardTest, AFailedStandDownReportsAndLeavesTheRecordToExpire) {
+  auto c = claim("me");
+  store->fail_on(Op::remove, Errc::unavailable);
+  auto r = c.stand_down();
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, Errc::unavailable);
+  EXPECT_EQ(scheduler->pending(), 0u);  // no more renewals either way
+}
+
+TEST_F(GuardTest, ANullStoreIsRejected) {
+  auto g = Guard::create(nullptr, {.clock = clock, .scheduler = scheduler});
+  ASSERT_FALSE(g.has_value());
+  EXPECT_EQ(g.error().code, Errc::invalid);
+}
+
+TEST_F(GuardTest, BadOptionsAreRejected) {
+  EXPECT_FALSE(Guard::create(store, {.ttl = 0s, .scheduler = scheduler}).has_value());
+  EXPECT_FALSE(Guard::create(store, {.id = "a\nb", .scheduler = scheduler}).has_value());
+  EXPECT_FALSE(Guard::create(store, {.id = "\xff", .scheduler = scheduler}).has_value());
+  EXPECT_FALSE(Guard::create(store, {.id = std::string(201, 'a'), .scheduler = scheduler})
+                   .has_value());
+  EXPECT_TRUE(Guard::create(store, {.id = "pod/1 é", .scheduler = scheduler}).has_value());
+}
+
+TEST_F(GuardTest, AMissingIdIsEightRandomBytesInHex) {
+  auto a = Guard::create(store, {.scheduler = scheduler}).value();
+  auto b = Guard::create(store, {.scheduler = scheduler}).value();
+  EXPECT_EQ(a.id().size(), 16u);
+  EXPECT_EQ(a.id().find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_NE(a.id(), b.id());
+  EXPECT_EQ(a.ttl(), Duration{2min});  // the original's default
+}
+
+TEST_F(GuardTest, TheRecordCarriesHostPidAndTimes) {
+  auto c = claim("me", 30s);
+  const Record r = stored("me");
+  EXPECT_EQ(r.host, "host-me");
+  EXPECT_EQ(r.pid, 100);
+  EXPECT_EQ(r.started_at, clock->wall());
+  EXPECT_EQ(r.expires_at, clock->wall() + 30s);
+  scheduler->advance(10s);
+  const Record renewed = stored("me");
+  EXPECT_EQ(renewed.started_at, r.started_at);
+  EXPECT_EQ(renewed.renewed_at, clock->wall());
+}
+
+TEST_F(GuardTest, AStopRequestEndsTheClaimAttempt) {
+  std::stop_source stop;
+  stop.request_stop();
+  auto c = guard("me").claim(stop.get_token());
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().error.code, Errc::cancelled);
+  EXPECT_FALSE(exists("me"));
+}
+
+TEST_F(GuardTest, RecordsWrittenByTheOriginalAreHonoured) {
+  ASSERT_TRUE(store->replace(record_key("go-1").value(),
+                             R"({"id":"go-1","started_at":"2026-01-01T00:00:00Z",)"
+                             R"("expires_at":"2026-01-01T01:00:00.5+01:00"})"));
+  // 2026-01-01T00:00:00.5Z: live for half a second after the fake clock's start.
+  auto c = guard("me").claim();
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().holder->record->id, "go-1");
+  clock->advance(500ms);
+  EXPECT_TRUE(guard("me").claim().has_value());
+  EXPECT_FALSE(exists("go-1"));
+}
+
+}  // namespace
+}  // namespace instance

@@ -1,0 +1,88 @@
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "instance/scheduler.hpp"
+#include "instance/testing.hpp"
+
+namespace instance {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(ThreadScheduler, RunsADueTask) {
+  auto s = thread_scheduler();
+  std::promise<void> ran;
+  s->schedule(0s, [&] { ran.set_value(); });
+  EXPECT_EQ(ran.get_future().wait_for(10s), std::future_status::ready);
+}
+
+TEST(ThreadScheduler, RunsTasksInDueOrderAndAllowsSchedulingFromATask) {
+  auto s = thread_scheduler();
+  std::promise<std::string> done;
+  std::string order;
+  s->schedule(0s, [&] {
+    order += "a";
+    s->schedule(0s, [&] {
+      order += "c";
+      done.set_value(order);
+    });
+  });
+  auto f = done.get_future();
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(f.get(), "ac");
+}
+
+TEST(ThreadScheduler, ACancelledTaskNeverRuns) {
+  auto s = thread_scheduler();
+  bool ran = false;
+  const TaskId id = s->schedule(1h, [&] { ran = true; });
+  EXPECT_TRUE(s->cancel(id));
+  EXPECT_FALSE(s->cancel(id));
+  // A task scheduled after it still runs, so the worker is alive.
+  std::promise<void> later;
+  s->schedule(0s, [&] { later.set_value(); });
+  ASSERT_EQ(later.get_future().wait_for(10s), std::future_status::ready);
+  EXPECT_FALSE(ran);
+}
+
+TEST(ThreadScheduler, DestructionDropsPendingTasks) {
+  bool ran = false;
+  {
+    auto s = thread_scheduler();
+    s->schedule(1h, [&] { ran = true; });
+  }
+  EXPECT_FALSE(ran);
+}
+
+TEST(ManualScheduler, RunsTasksOnlyWhenTheClockReachesThem) {
+  auto clock = std::make_shared<FakeClock>();
+  ManualScheduler s(clock);
+  std::vector<int> ran;
+  s.schedule(10s, [&] { ran.push_back(10); });
+  s.schedule(5s, [&] { ran.push_back(5); });
+  EXPECT_EQ(s.run_due(), 0);
+  s.advance(4s);
+  EXPECT_TRUE(ran.empty());
+  s.advance(6s);
+  EXPECT_EQ(ran, (std::vector<int>{5, 10}));
+}
+
+TEST(ManualScheduler, AdvanceRunsEachTaskAtItsOwnTime) {
+  auto clock = std::make_shared<FakeClock>();
+  ManualScheduler s(clock);
+  const MonoTime start = clock->monotonic();
+  std::vector<Duration> seen;
+  std::function<void()> tick = [&] {
+    seen.push_back(clock->monotonic() - start);
+    s.schedule(3s, tick);
+  };
+  s.schedule(3s, tick);
+  s.advance(10s);
+  EXPECT_EQ(seen, (std::vector<Duration>{3s, 6s, 9s}));
+  EXPECT_EQ(clock->monotonic() - start, Duration{10s});
+  EXPECT_EQ(s.next_due(), std::optional<Duration>(2s));
+}
+
+}  // namespace
+}  // namespace instance

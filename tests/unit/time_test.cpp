@@ -1,0 +1,94 @@
+#include "instance/time.hpp"
+
+#include <gtest/gtest.h>
+
+namespace instance {
+namespace {
+
+using namespace std::chrono;
+using namespace std::chrono_literals;
+
+WallTime at(int y, unsigned mo, unsigned d, int h, int mi, int s, nanoseconds frac = 0ns) {
+  return sys_days{year{y} / mo / d} + hours{h} + minutes{mi} + seconds{s} + frac;
+}
+
+TEST(Rfc3339, FormatsLikeGoRfc3339Nano) {
+  EXPECT_EQ(format_rfc3339(at(2026, 11, 29, 11, 47, 21, 858966496ns)),
+            "2026-11-29T11:47:21.858966496Z");
+  EXPECT_EQ(format_rfc3339(at(2026, 3, 1, 12, 0, 0)), "2026-03-01T12:00:00Z");
+  EXPECT_EQ(format_rfc3339(at(2026, 3, 1, 12, 0, 0, 120ms)), "2026-03-01T12:00:00.12Z");
+}
+
+TEST(Rfc3339, ParsesWhatGoWrites) {
+  EXPECT_EQ(parse_rfc3339("2026-03-01T12:00:00Z").value(), at(2026, 3, 1, 12, 0, 0));
+  EXPECT_EQ(parse_rfc3339("2026-11-29T11:47:21.858966496Z").value(),
+            at(2026, 11, 29, 11, 47, 21, 858966496ns));
+}
+
+TEST(Rfc3339, ParsesOffsetsAndFractionLengths) {
+  EXPECT_EQ(parse_rfc3339("2026-03-01T12:00:00.123456789+02:00").value(),
+            at(2026, 3, 1, 10, 0, 0, 123456789ns));
+  EXPECT_EQ(parse_rfc3339("2026-03-01T00:30:00-01:30").value(), at(2026, 3, 1, 2, 0, 0));
+  EXPECT_EQ(parse_rfc3339("2026-03-01t12:00:00.5z").value(), at(2026, 3, 1, 12, 0, 0, 500ms));
+  EXPECT_EQ(parse_rfc3339("2026-03-01T12:00:59.1Z").value(), at(2026, 3, 1, 12, 0, 59, 100ms));
+  EXPECT_EQ(parse_rfc3339("2016-12-31T23:59:60Z").value(), at(2017, 1, 1, 0, 0, 0));
+}
+
+TEST(Rfc3339, RoundTrips) {
+  for (auto t : {at(1970, 1, 1, 0, 0, 0), at(2026, 2, 28, 23, 59, 59, 999999999ns),
+                 at(2400, 12, 31, 1, 2, 3, 4ns)}) {
+    EXPECT_EQ(parse_rfc3339(format_rfc3339(t)).value(), t);
+  }
+}
+
+TEST(Rfc3339, RefusesWhatIsNotRfc3339) {
+  for (const char* bad :
+       {"", "2026-03-01", "2026-03-01T12:00:00", "2026-03-01 12:00:00Z", "2026-02-30T00:00:00Z",
+        "2026-13-01T00:00:00Z", "2026-03-01T24:00:00Z", "2026-03-01T12:60:00Z",
+        "2026-03-01T12:00:00.Z", "2026-03-01T12:00:00.1234567890Z", "2026-03-01T12:00:00+0200",
+        "2026-03-01T12:00:00Zjunk", "26-03-01T12:00:00Z", "2026-03-01T12:00:00+24:00"}) {
+    auto t = parse_rfc3339(bad);
+    EXPECT_FALSE(t.has_value()) << bad;
+    if (!t) {
+      EXPECT_EQ(t.error().code, Errc::malformed);
+    }
+  }
+}
+
+TEST(Duration, ParsesGoSyntax) {
+  EXPECT_EQ(parse_duration("500ms").value(), 500ms);
+  EXPECT_EQ(parse_duration("90s").value(), 90s);
+  EXPECT_EQ(parse_duration("2m").value(), 2min);
+  EXPECT_EQ(parse_duration("1h30m").value(), 90min);
+  EXPECT_EQ(parse_duration("1.5h").value(), 90min);
+  EXPECT_EQ(parse_duration("0").value(), 0s);
+  EXPECT_EQ(parse_duration("-1m").value(), -60s);
+  EXPECT_EQ(parse_duration("1us").value(), 1us);
+  EXPECT_EQ(parse_duration("1\xC2\xB5s").value(), 1us);
+  EXPECT_EQ(parse_duration("2h45m30.5s").value(), 2h + 45min + 30500ms);
+  EXPECT_EQ(parse_duration(".5s").value(), 500ms);
+  EXPECT_EQ(parse_duration("1.s").value(), 1s);
+}
+
+TEST(Duration, RefusesNonsense) {
+  for (const char* bad : {"", "5", "s", "1x", "1.2.3s", "9999999999h", "--1s", "1s ", ".s"}) {
+    auto d = parse_duration(bad);
+    EXPECT_FALSE(d.has_value()) << bad;
+    if (!d) {
+      EXPECT_EQ(d.error().code, Errc::invalid);
+    }
+  }
+}
+
+TEST(Duration, FormatsLikeGo) {
+  EXPECT_EQ(format_duration(2min), "2m0s");
+  EXPECT_EQ(format_duration(1500ms), "1.5s");
+  EXPECT_EQ(format_duration(250ms), "250ms");
+  EXPECT_EQ(format_duration(0s), "0s");
+  EXPECT_EQ(format_duration(90min + 1s), "1h30m1s");
+  EXPECT_EQ(format_duration(-40s), "-40s");
+  EXPECT_EQ(format_duration(1ns), "1ns");
+}
+
+}  // namespace
+}  // namespace instance
