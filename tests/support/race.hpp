@@ -1,0 +1,83 @@
+// Races: N guards claim the same store at the same instant, round after
+// round, and we count the rounds in which more than one of them held a claim
+// at once. Used for every store (memory, directory, WebDAV, ...).
+#pragma once
+
+#include <atomic>
+#include <barrier>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "instance/guard.hpp"
+
+namespace instance::testing {
+
+struct RaceReport {
+  int rounds = 0;
+  int double_holder_rounds = 0;  // rounds with two or more holders at once
+  int max_holders = 0;
+  int claims = 0;               // rounds with at least one holder
+  int errors = 0;               // claims that failed other than by refusal
+  std::string first_error;
+};
+
+// Runs `rounds` rounds of `guards` concurrent claims on `store` in `mode`.
+// Each round: all threads pass a barrier, claim, count themselves as holders,
+// pass a second barrier (so every attempt overlaps every hold), then the
+// holders stand down before the next round.
+inline RaceReport run_race(const std::shared_ptr<Store>& store, Mode mode, int guards,
+                           int rounds, Duration ttl = std::chrono::minutes(1)) {
+  RaceReport report;
+  report.rounds = rounds;
+  auto scheduler = thread_scheduler();
+  std::vector<Guard> gs;
+  for (int i = 0; i < guards; ++i) {
+    gs.push_back(Guard::create(store, {.ttl = ttl, .id = "racer-" + std::to_string(i),
+                                       .scheduler = scheduler, .mode = mode})
+                     .value());
+  }
+  std::atomic<int> holders{0};
+  std::atomic<int> errors{0};
+  std::string first_error;
+  std::mutex error_mu;
+  std::barrier start(guards);
+  std::barrier attempted(guards, [&]() noexcept {
+    const int h = holders.exchange(0);
+    if (h > 1) ++report.double_holder_rounds;
+    if (h > 0) ++report.claims;
+    report.max_holders = std::max(report.max_holders, h);
+  });
+  std::barrier released(guards);
+  {
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < guards; ++i) {
+      threads.emplace_back([&, i] {
+        for (int r = 0; r < rounds; ++r) {
+          start.arrive_and_wait();
+          std::optional<Claim> claim;
+          if (auto c = gs[static_cast<std::size_t>(i)].claim()) {
+            claim.emplace(std::move(*c));
+            ++holders;
+          } else if (c.error().error.code != Errc::another_instance) {
+            if (errors++ == 0) {
+              std::lock_guard lock(error_mu);
+              first_error = c.error().error.message;
+            }
+          }
+          attempted.arrive_and_wait();
+          if (claim) (void)claim->stand_down();
+          released.arrive_and_wait();
+        }
+      });
+    }
+  }
+  report.errors = errors.load();
+  report.first_error = first_error;
+  return report;
+}
+
+}  // namespace instance::testing
