@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
-./scripts/build.sh >/dev/null
+./scripts/build.sh instance-guard >/dev/null
 bin=./build/instance-guard
 
 echo

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "instance/clock.hpp"
 #include "instance/error.hpp"
 #include "instance/export.hpp"
 #include "instance/key.hpp"
@@ -93,6 +94,20 @@ class INSTANCE_EXPORT Store {
   // Removes only when the current version equals `version`; otherwise
   // Errc::conflict. Needs conditional_writes.
   virtual Result<void> remove_if(const Key& key, std::string_view version);
+
+  // Native leases (capabilities().native_lease): a lock on `key` that the
+  // store itself ends after `ttl` without a refresh (a WebDAV LOCK with
+  // Timeout: Second-N), or when the holder dies (an OFD lock on a local
+  // file). The key names a lock, not a document: it never shows in list()
+  // of any prefix the guard reads, and get() of it is not_found.
+  //
+  // lock: returns an opaque token; Errc::locked when someone else holds it.
+  virtual Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner);
+  // refresh_lock: extends our lock. Errc::locked, Errc::not_found or
+  // Errc::conflict when it is no longer ours (expired, taken): the lease is lost.
+  virtual Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl);
+  // unlock: releases our lock; not_found when it was already gone.
+  virtual Result<void> unlock(const Key& key, std::string_view token);
 };
 
 // Forwards every call to a target store, so a wrapper (fault injection,
@@ -111,6 +126,9 @@ class INSTANCE_EXPORT StoreWrapper : public Store {
   Result<std::string> replace_if(const Key& key, std::string_view data,
                                  std::string_view version) override;
   Result<void> remove_if(const Key& key, std::string_view version) override;
+  Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override;
+  Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
+  Result<void> unlock(const Key& key, std::string_view token) override;
 
  protected:
   Store& target() const noexcept { return *target_; }

@@ -2,13 +2,16 @@
 // list_instances() and release_instance().
 
 #include <algorithm>
-#include <cstdio>
+#include <array>
+#include <chrono>
+#include <expected>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "instance/admin.hpp"
+#include "instance/guard.hpp"
 #include "instance/open_store.hpp"
 #include "instance/time.hpp"
 
@@ -60,6 +63,8 @@ nlohmann::ordered_json to_json(const InstanceEntry& entry) {
   out["expires_at"] = r ? nlohmann::ordered_json(format_rfc3339(r->expires_at)) : nullptr;
   out["renewed_at"] =
       r && r->renewed_at ? nlohmann::ordered_json(format_rfc3339(*r->renewed_at)) : nullptr;
+  out["mode"] = r && !r->mode.empty() ? nlohmann::ordered_json(r->mode) : nullptr;
+  out["state"] = r && !r->state.empty() ? nlohmann::ordered_json(r->state) : nullptr;
   out["live"] = entry.live;
   out["readable"] = entry.readable;
   out["problem"] = entry.readable ? nullptr : nlohmann::ordered_json(entry.problem);
@@ -96,10 +101,30 @@ void print_table(const std::vector<InstanceEntry>& entries, WallTime now) {
   }
 }
 
+// "mode: exclusive (auto): mutual exclusion by ..." for `run --mode` on this
+// store; the store may be probed.
+std::string mode_line(const std::shared_ptr<Store>& store, Mode requested) {
+  GuardOptions options;
+  options.mode = requested;
+  auto guard = Guard::create(store, std::move(options));
+  if (!guard) return "mode: " + std::string(to_string(requested)) + ": " + guard.error().message;
+  auto mode = guard->resolve_mode();
+  std::string line = "mode: ";
+  if (!mode) return line + std::string(to_string(requested)) + ": " + mode.error().message;
+  line += to_string(*mode);
+  if (requested == Mode::automatic) line += " (auto)";
+  return line + ": " + std::string(guarantee_summary(*mode));
+}
+
 }  // namespace
 
 int status_command(const StatusArgs& args, const std::shared_ptr<Logger>& logger) {
   Logger& log = *logger;
+  auto requested = resolve_mode(args.mode, process_environment());
+  if (!requested) {
+    log.error(requested.error().message);
+    return requested.error().exit_code;
+  }
   auto store = open_from_flags(args.store, log, logger);
   if (!store) return store.error();
   const WallTime now = system_clock()->wall();
@@ -112,10 +137,14 @@ int status_command(const StatusArgs& args, const std::shared_ptr<Logger>& logger
     auto array = nlohmann::ordered_json::array();
     for (const auto& e : *entries) array.push_back(to_json(e));
     std::cout << array.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-  } else if (entries->empty()) {
-    std::cout << "no instance records in " << (*store)->describe() << '\n';
   } else {
-    print_table(*entries, now);
+    // The JSON stays an array of records; only the text says the mode.
+    std::cout << mode_line(*store, *requested) << '\n';
+    if (entries->empty()) {
+      std::cout << "no instance records in " << (*store)->describe() << '\n';
+    } else {
+      print_table(*entries, now);
+    }
   }
   std::cout.flush();
   return std::cout ? kExitOk : kExitSoftware;

@@ -1,12 +1,27 @@
 // `instance-guard run`: claim, start the child, forward signals, stand down.
 //
-// Threads: the main thread only waits (poll on a signalfd and an eventfd, no
-// timeout); the claim runs on a worker thread so a signal can cancel it
-// through its stop_token; renewals run on the guard's scheduler thread.
+// Threads: the main thread only waits (poll on a signalfd and an eventfd; its
+// only timeouts are the claim's self-fencing deadline and --kill-after); the
+// claim (or --wait) runs on a worker thread so a signal can cancel it through
+// its stop_token; renewals run on the guard's scheduler thread, which posts
+// the loss of the claim to the eventfd; a fence watcher thread reads the
+// claim's deadline, because Claim's accessors wait while a renewal's store
+// call is in flight and the main thread must act on time even when that call
+// hangs.
 
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <expected>
+#include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "child.hpp"
 #include "commands.hpp"
@@ -27,9 +42,8 @@ using ClaimResult = std::expected<Claim, ClaimError>;
 // The claim's outcome: the claim, or the exit code the tool ends with.
 using ClaimOutcome = std::expected<Claim, int>;
 
-// How the refusal is told: the library's message plus who holds the store and
-// until when.
-int report_refusal(const ClaimError& refusal, const Store& store, Logger& log) {
+// Who holds the store and until when, as log fields.
+std::vector<LogField> holder_fields(const ClaimError& refusal, const Store& store) {
   std::vector<LogField> fields{{"store", store.describe()}};
   if (refusal.holder) {
     const auto& holder = *refusal.holder;
@@ -49,7 +63,13 @@ int report_refusal(const ClaimError& refusal, const Store& store, Logger& log) {
       fields.push_back({"holder_record", "unreadable (counts as live)"});
     }
   }
-  log.log(LogLevel::error, refusal.error.message, fields);
+  return fields;
+}
+
+// How the refusal is told: the library's message plus who holds the store and
+// until when.
+int report_refusal(const ClaimError& refusal, const Store& store, Logger& log) {
+  log.log(LogLevel::error, refusal.error.message, holder_fields(refusal, store));
   return kExitTempFail;
 }
 
@@ -57,12 +77,14 @@ int report_refusal(const ClaimError& refusal, const Store& store, Logger& log) {
 // forwarded signal during the claim stops the attempt and stands down
 // anything already claimed; the tool then ends with 128+N. A second signal
 // while the store is still answering ends the tool at once.
-ClaimOutcome claim_watching_signals(Guard& guard, const SignalSetup& setup, SignalFd& signals,
-                                    Logger& log) {
+// With `wait`, waits for a holder to go (Guard::claim_waiting) instead of
+// refusing at once.
+ClaimOutcome claim_watching_signals(Guard& guard, const std::optional<WaitOptions>& wait,
+                                    const SignalSetup& setup, SignalFd& signals, Logger& log) {
   Wakeup done;
   std::optional<ClaimResult> result;
   std::jthread worker([&](std::stop_token stop) {
-    result.emplace(guard.claim(stop));
+    result.emplace(wait ? guard.claim_waiting(*wait, stop) : guard.claim(stop));
     done.notify();
   });
 
@@ -104,11 +126,95 @@ ClaimOutcome claim_watching_signals(Guard& guard, const SignalSetup& setup, Sign
   return std::unexpected(exit_code_for(error.error.code));
 }
 
+// What --on-lost and --kill-after ask for.
+struct LossPolicy {
+  bool terminate = true;
+  Duration kill_after = std::chrono::seconds(10);
+};
+
+// Why the claim was lost, as the library's on_lost handler told it (set from
+// the renewal thread; read by the main thread without touching the Claim).
+class LossReport {
+ public:
+  void set(const Error& why) {
+    std::lock_guard lock(mu_);
+    if (!why_) why_ = why.message;
+  }
+  std::optional<std::string> get() const {
+    std::lock_guard lock(mu_);
+    return why_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::optional<std::string> why_;
+};
+
+// Reads Claim::fence_deadline() on its own thread every `period` and
+// publishes it, so the main thread always knows a recent deadline without
+// calling into the Claim: the accessors wait for the claim's lock, which a
+// renewal holds across its store call. When that call hangs, this thread
+// hangs with it and the main thread acts on the last deadline published,
+// which is never later than the real one.
+class FenceWatch {
+ public:
+  FenceWatch(const Claim& claim, Duration period) : claim_(claim) {
+    publish(claim_.fence_deadline());
+    thread_ = std::jthread([this, period](std::stop_token stop) {
+      std::mutex mu;
+      std::condition_variable_any cv;
+      std::unique_lock lock(mu);
+      while (!cv.wait_for(lock, stop, period, [] { return false; })) {
+        publish(claim_.fence_deadline());
+      }
+    });
+  }
+  FenceWatch(const FenceWatch&) = delete;
+  FenceWatch& operator=(const FenceWatch&) = delete;
+
+  // The deadline last read; nullopt once the claim is no longer held (or in
+  // announce mode, which has none).
+  std::optional<MonoTime> deadline() const {
+    const auto rep = deadline_.load();
+    if (rep == kNone) return std::nullopt;
+    return MonoTime(MonoTime::duration(rep));
+  }
+
+ private:
+  static constexpr MonoTime::rep kNone = INT64_MIN;
+  void publish(std::optional<MonoTime> at) {
+    deadline_.store(at ? at->time_since_epoch().count() : kNone);
+  }
+  const Claim& claim_;
+  std::atomic<MonoTime::rep> deadline_{kNone};
+  std::jthread thread_;  // last: stops and joins first
+};
+
+// Milliseconds from `now` until `at`, rounded up, for poll().
+int poll_timeout(MonoTime at, MonoTime now) {
+  if (at <= now) return 0;
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(at - now).count();
+  return ms >= INT_MAX ? INT_MAX : static_cast<int>(ms);
+}
+
+struct Supervised {
+  int status = 0;                    // the child's
+  std::optional<std::string> lost;   // why the claim was lost, when it was
+};
+
 // Forwards signals to the child's group until it ends; returns its status.
-// `events` wakes the loop for anything else the guard must act on while the
-// child runs (nothing posts to it yet; the loss of the claim will).
-int supervise(Child& child, const SignalSetup& setup, SignalFd& signals, const Wakeup& events,
-              Logger& log) {
+// Also wakes when the claim is lost (`events`, posted by on_lost) and at the
+// claim's self-fencing deadline, which it re-reads after every wake-up; past
+// that deadline the claim counts as lost even if the renewal that should have
+// said so is stuck in the store. A lost claim stops the child (SIGTERM to its
+// group, SIGKILL after --kill-after) unless --on-lost=ignore.
+Supervised supervise(Child& child, const SignalSetup& setup, SignalFd& signals,
+                     const Wakeup& events, const FenceWatch& fence, const LossReport& loss,
+                     const LossPolicy& policy, Logger& log) {
+  using steady = std::chrono::steady_clock;
+  Supervised out;
+  std::optional<MonoTime> kill_at;  // terminating: when SIGKILL follows
+  bool killed = false;
   for (;;) {
     for (const int sig : signals.drain()) {
       if (sig == SIGCHLD || setup.was_ignored(sig)) continue;
@@ -116,9 +222,66 @@ int supervise(Child& child, const SignalSetup& setup, SignalFd& signals, const W
                                       {"pgid", std::to_string(child.pid())}});
       child.signal_group(sig);
     }
-    if (auto status = child.poll_exit()) return *status;
-    if (wait_for_events(signals, events).wakeup) events.consume();
+    if (auto status = child.poll_exit()) {
+      out.status = *status;
+      return out;
+    }
+    const MonoTime now = steady::now();
+    const std::optional<MonoTime> deadline = fence.deadline();
+    if (!out.lost) {
+      if (auto why = loss.get()) {
+        out.lost = *why;
+      } else if (deadline && now >= *deadline) {
+        out.lost = "no renewal succeeded by the self-fencing deadline (ttl - max-skew); the "
+                   "store is unreachable or not answering";
+      }
+      if (out.lost && policy.terminate) {
+        log.error("claim lost; stopping the child",
+                  {{"reason", *out.lost},
+                   {"pgid", std::to_string(child.pid())},
+                   {"kill_after", format_duration(policy.kill_after)}});
+        child.signal_group(SIGTERM);
+        kill_at = now + policy.kill_after;
+      } else if (out.lost) {
+        log.error("claim lost; the child keeps running (--on-lost=ignore)",
+                  {{"reason", *out.lost}, {"pid", std::to_string(child.pid())}});
+      }
+    }
+    if (kill_at && !killed && now >= *kill_at) {
+      log.warn("the child did not stop within --kill-after; killing it",
+               {{"pgid", std::to_string(child.pid())}});
+      child.signal_group(SIGKILL);
+      killed = true;
+    }
+    int timeout = -1;  // no periodic wake-ups: only the deadlines that matter
+    if (kill_at && !killed) {
+      timeout = poll_timeout(*kill_at, now);
+    } else if (!out.lost && deadline) {
+      timeout = poll_timeout(*deadline, now);
+    }
+    if (wait_for_events(signals, events, timeout).wakeup) events.consume();
   }
+}
+
+// Stands down after a loss, but exits 75 without waiting for the store when
+// it does not answer within `limit` (a renewal may hang in it, holding the
+// claim): the record expires on its own and the child is already gone.
+int stand_down_after_loss(Claim& claim, Duration limit, Logger& log) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread([&claim, &mu, &cv, &done] {
+    (void)claim.stand_down();
+    std::lock_guard lock(mu);
+    done = true;
+    cv.notify_all();
+  }).detach();
+  std::unique_lock lock(mu);
+  if (cv.wait_for(lock, limit, [&] { return done; })) return kExitTempFail;
+  log.warn("the store does not answer; exiting without standing down (the record expires on "
+           "its own)");
+  std::fflush(nullptr);
+  ::_exit(kExitTempFail);
 }
 
 }  // namespace
@@ -127,7 +290,7 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
   // First, before any thread exists: every thread inherits the blocked mask.
   const SignalSetup setup;
   SignalFd signals(setup);
-  const Wakeup events;  // posted by other threads while the child runs
+  const Wakeup events;  // posted by the renewal thread when the claim is lost
   Logger& log = *logger;
 
   const Getenv getenv = process_environment();
@@ -146,25 +309,81 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
     return url.error().exit_code;
   }
 
+  auto mode = resolve_mode(args.mode, getenv);
+  if (!mode) {
+    log.error(mode.error().message);
+    return mode.error().exit_code;
+  }
+  auto max_skew = resolve_duration_flag(args.max_skew, "--max-skew");
+  auto settle = resolve_duration_flag(args.settle, "--settle");
+  auto kill_after = resolve_duration_flag(std::optional<std::string>(args.kill_after), "--kill-after");
+  for (const auto* d : {&max_skew, &settle, &kill_after}) {
+    if (!*d) {
+      log.error(d->error().message);
+      return d->error().exit_code;
+    }
+  }
+  if (args.on_lost != "terminate" && args.on_lost != "ignore") {
+    log.error("--on-lost: expected terminate or ignore, got \"" + args.on_lost + "\"");
+    return kExitUsage;
+  }
+  const LossPolicy policy{args.on_lost == "terminate", kill_after->value_or(Duration{0})};
+  std::optional<WaitOptions> wait_options;
+  if (args.wait) {
+    auto timeout = args.wait->empty() ? Resolved<std::optional<Duration>>(Duration{0})
+                                      : resolve_duration_flag(args.wait, "--wait");
+    if (!timeout) {
+      log.error(timeout.error().message +
+                "; write --wait=TIMEOUT, or put -- between the flags and the command");
+      return timeout.error().exit_code;
+    }
+    wait_options.emplace();
+    wait_options->timeout = timeout->value_or(Duration{0});
+  }
+
   auto store = open_store(*url, open_options(args.store, logger, *ttl));
   if (!store) {
     log.error(store.error().message, {{"store", redact_url(*url)}});
     return exit_code_for(store.error().code);
   }
+  const auto* store_ptr = store->get();
+  if (wait_options) {
+    wait_options->on_wait = [&log, store_ptr, timeout = wait_options->timeout](
+                                const ClaimError& holder) {
+      auto fields = holder_fields(holder, *store_ptr);
+      fields.push_back({"wait", timeout.count() > 0 ? format_duration(timeout) : "forever"});
+      log.log(LogLevel::info, "waiting for the holder", fields);
+    };
+  }
+
+  LossReport loss;
   GuardOptions options;
   if (*ttl) options.ttl = **ttl;
   options.id = resolve_id(args.id, getenv);
   options.logger = logger;
+  options.mode = *mode;
+  if (*settle) options.settle = **settle;
+  if (*max_skew) options.max_skew = **max_skew;
+  // Runs on the renewal thread: only records why and wakes the main thread.
+  options.on_lost = [&loss, &events](const Error& why) {
+    loss.set(why);
+    events.notify();
+  };
   auto guard = Guard::create(*store, std::move(options));
   if (!guard) {
     log.error(guard.error().message);
     return guard.error().code == Errc::invalid ? kExitConfig : exit_code_for(guard.error().code);
   }
 
-  auto claim = claim_watching_signals(*guard, setup, signals, log);
+  auto claim = claim_watching_signals(*guard, wait_options, setup, signals, log);
   if (!claim) return claim.error();
 
-  const ChildSpec spec{args.command, environment_with(environ, "INSTANCE_GUARD_ID", claim->id())};
+  auto environment = environment_with(environ, "INSTANCE_GUARD_ID", claim->id());
+  if (const auto epoch = claim->epoch()) {
+    environment = environment_with(std::move(environment), "INSTANCE_GUARD_EPOCH",
+                                   std::to_string(*epoch));
+  }
+  const ChildSpec spec{args.command, std::move(environment)};
   auto child = Child::spawn(spec, setup);
   if (!child) {
     log.error(child.error().message);
@@ -175,7 +394,22 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
   }
   log.debug("child started", {{"pid", std::to_string(child->pid())}, {"command", args.command.front()}});
 
-  const int status = supervise(*child, setup, signals, events, log);
+  Supervised result;
+  {
+    // Renewals come every ttl/3; reading twice as often keeps the published
+    // deadline at most one renewal behind.
+    const FenceWatch fence(*claim, guard->ttl() / 6);
+    result = supervise(*child, setup, signals, events, fence, loss, policy, log);
+    if (result.lost && policy.terminate) {
+      log.error("the claim was lost; the child was stopped",
+                {{"reason", *result.lost}, {"status", std::to_string(result.status)}});
+      // The watcher may be stuck behind a hanging renewal: never join it.
+      const int code = stand_down_after_loss(*claim, std::chrono::seconds(2), log);
+      std::fflush(nullptr);
+      ::_exit(code);
+    }
+  }
+  const int status = result.status;
   log.info("child exited; standing down", {{"status", std::to_string(status)}});
   if (auto down = claim->stand_down(); !down) {
     log.warn("stand down failed; the record expires on its own",

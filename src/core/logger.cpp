@@ -44,16 +44,14 @@ std::shared_ptr<Logger> null_logger() {
 
 std::string redact_url(std::string_view url) {
   std::string out(url);
-  // user info: scheme://user:password@host -> scheme://host (user kept? no: drop it whole)
+  // User info: scheme://user:password@host. A password may hold '/', '?' or
+  // '#' unescaped, so everything up to the last '@' goes: an '@' in a path
+  // costs some of the message, never the secret.
   if (const auto scheme_end = out.find("://"); scheme_end != std::string::npos) {
     const auto authority_start = scheme_end + 3;
-    const auto authority_end = out.find_first_of("/?#", authority_start);
-    const auto at = out.rfind('@', authority_end == std::string::npos ? out.size() - 1
-                                                                       : authority_end - 1);
-    if (at != std::string::npos && at >= authority_start &&
-        (authority_end == std::string::npos || at < authority_end)) {
-      out.erase(authority_start, at + 1 - authority_start);
-      out.insert(authority_start, "REDACTED@");
+    const auto at = out.rfind('@');
+    if (at != std::string::npos && at >= authority_start) {
+      out.replace(authority_start, at + 1 - authority_start, "REDACTED@");
     }
   }
   // query parameters with sensitive names

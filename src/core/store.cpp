@@ -16,6 +16,18 @@ Result<void> Store::remove_if(const Key& key, std::string_view) {
               "conditional remove of " + key.str() + " is not supported by " + describe());
 }
 
+Result<std::string> Store::lock(const Key& key, Duration, std::string_view) {
+  return fail(Errc::unsupported, "locks on " + key.str() + " are not supported by " + describe());
+}
+
+Result<void> Store::refresh_lock(const Key& key, std::string_view, Duration) {
+  return fail(Errc::unsupported, "locks on " + key.str() + " are not supported by " + describe());
+}
+
+Result<void> Store::unlock(const Key& key, std::string_view) {
+  return fail(Errc::unsupported, "locks on " + key.str() + " are not supported by " + describe());
+}
+
 StoreWrapper::StoreWrapper(std::shared_ptr<Store> target) : target_(std::move(target)) {}
 
 std::string StoreWrapper::describe() const { return target_->describe(); }
@@ -35,6 +47,16 @@ Result<std::string> StoreWrapper::replace_if(const Key& key, std::string_view da
 }
 Result<void> StoreWrapper::remove_if(const Key& key, std::string_view version) {
   return target_->remove_if(key, version);
+}
+
+Result<std::string> StoreWrapper::lock(const Key& key, Duration ttl, std::string_view owner) {
+  return target_->lock(key, ttl, owner);
+}
+Result<void> StoreWrapper::refresh_lock(const Key& key, std::string_view token, Duration ttl) {
+  return target_->refresh_lock(key, token, ttl);
+}
+Result<void> StoreWrapper::unlock(const Key& key, std::string_view token) {
+  return target_->unlock(key, token);
 }
 
 }  // namespace instance

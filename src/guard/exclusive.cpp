@@ -5,6 +5,14 @@
 // records' id space. It holds the holder's id, host, pid, expiry, an epoch
 // and a released flag.
 //
+// On a store with a native lease (a WebDAV LOCK, an OFD lock, ...), the lock
+// on "instances.lock" decides who holds; the lease document then only
+// carries the epoch and names the holder:
+//   acquire  lock (Errc::locked -> refuse), then take the lease document
+//            whatever it says (the lock proves its holder is gone), epoch + 1.
+//   renew    refresh the lock (refused -> lost), then the document.
+//   release  mark the document released, unlock.
+// Without a native lease, compare-and-set on the document decides:
 //   acquire  read the lease. Held by a live other (expiry + max_skew not yet
 //            passed, and not a dead process on this host) -> refuse. Else
 //            scan instances/ so a live original (announce) guard also keeps
@@ -29,6 +37,15 @@ constexpr int kMaxRaces = 16;
 const Key& lease_key() {
   static const Key key = *Key::parse("instances.lease");
   return key;
+}
+
+const Key& lock_key() {
+  static const Key key = *Key::parse("instances.lock");
+  return key;
+}
+
+bool lost_code(Errc code) {
+  return code == Errc::conflict || code == Errc::not_found || code == Errc::locked;
 }
 
 struct Lease {
@@ -90,11 +107,17 @@ class Exclusive final : public Protocol {
  public:
   Mode mode() const noexcept override { return Mode::exclusive; }
   std::string_view guarantee() const noexcept override {
+    if (native_) {
+      return "mutual exclusion by the store's own lock, expired on the store's clock, with a "
+             "fencing epoch";
+    }
     return "mutual exclusion by compare-and-set on the store, with a fencing epoch; a holder "
            "paused past its expiry is fenced by the epoch, not by the store";
   }
 
   std::expected<Holding, ClaimError> acquire(const Context& ctx, std::stop_token stop) override {
+    native_ = ctx.store.capabilities().native_lease;
+    if (native_) return acquire_locked(ctx, stop);
     for (int race = 0; race < kMaxRaces; ++race) {
       if (stop.stop_requested()) {
         return std::unexpected(failure(Errc::cancelled, "claim cancelled"));
@@ -112,16 +135,32 @@ class Exclusive final : public Protocol {
   Renewal renew(const Context& ctx, Holding& held) override {
     const WallTime now = ctx.clock.wall();
     Lease lease = ours(ctx, *held.epoch, now);
-    auto version = ctx.store.replace_if(lease_key(), encode(lease), held.lease_version);
-    if (!version) {
-      const Errc code = version.error().code;
-      if (code == Errc::conflict || code == Errc::not_found) {
-        return {Renewal::lost, Error{Errc::lost, "the lease was taken by another instance (" +
-                                                     version.error().message + ")"}};
+    if (native_) {
+      if (auto refreshed = ctx.store.refresh_lock(lock_key(), held.lock_token, ctx.options.ttl);
+          !refreshed) {
+        if (lost_code(refreshed.error().code)) {
+          return {Renewal::lost, Error{Errc::lost, "the store no longer holds our lock (" +
+                                                       refreshed.error().message + ")"}};
+        }
+        return {Renewal::failed, refreshed.error()};
       }
-      return {Renewal::failed, version.error()};
+      if (auto version = write_lease(ctx, lease, held.lease_version); version) {
+        held.lease_version = std::move(*version);
+      } else {
+        ctx.log.warn("lock refreshed, but the lease document could not be rewritten",
+                     {{"error", version.error().message}});
+      }
+    } else {
+      auto version = ctx.store.replace_if(lease_key(), encode(lease), held.lease_version);
+      if (!version) {
+        if (lost_code(version.error().code)) {
+          return {Renewal::lost, Error{Errc::lost, "the lease was taken by another instance (" +
+                                                       version.error().message + ")"}};
+        }
+        return {Renewal::failed, version.error()};
+      }
+      held.lease_version = std::move(*version);
     }
-    held.lease_version = std::move(*version);
     Record next = held.record;
     next.renewed_at = now;
     next.expires_at = lease.expires_at;
@@ -137,17 +176,83 @@ class Exclusive final : public Protocol {
   Result<void> release(const Context& ctx, Holding& held) override {
     Lease lease = ours(ctx, *held.epoch, ctx.clock.wall());
     lease.released = true;
-    auto version = ctx.store.replace_if(lease_key(), encode(lease), held.lease_version);
-    if (!version && version.error().code != Errc::conflict &&
-        version.error().code != Errc::not_found) {
-      return std::unexpected(version.error());
+    auto version = write_lease(ctx, lease, held.lease_version);
+    Result<void> outcome;
+    if (!version && !lost_code(version.error().code)) outcome = std::unexpected(version.error());
+    if (native_ && !held.lock_token.empty()) {
+      if (auto unlocked = ctx.store.unlock(lock_key(), held.lock_token);
+          !unlocked && unlocked.error().code != Errc::not_found && outcome) {
+        outcome = std::unexpected(unlocked.error());
+      }
     }
     auto removed = ctx.store.remove(ctx.record_key);
-    if (!removed && removed.error().code != Errc::not_found) return removed;
-    return {};
+    if (!removed && removed.error().code != Errc::not_found && outcome) {
+      outcome = std::unexpected(removed.error());
+    }
+    return outcome;
   }
 
  private:
+  // The lease document under our lock: compare-and-set where the store can,
+  // a plain write otherwise (the lock already excludes other writers).
+  Result<std::string> write_lease(const Context& ctx, const Lease& lease,
+                                  const std::string& version) {
+    if (!native_ || (ctx.store.capabilities().conditional_writes && !version.empty())) {
+      return ctx.store.replace_if(lease_key(), encode(lease), version);
+    }
+    return ctx.store.replace(lease_key(), encode(lease));
+  }
+
+  std::expected<Holding, ClaimError> acquire_locked(const Context& ctx, std::stop_token stop) {
+    auto token = ctx.store.lock(lock_key(), ctx.options.ttl, ctx.options.id);
+    if (!token) {
+      if (token.error().code != Errc::locked) {
+        return std::unexpected(failure(token.error().code,
+                                       "cannot take the store's lock: " + token.error().message));
+      }
+      // Name the holder from the lease document when it can be read.
+      std::optional<Record> holder;
+      if (auto doc = ctx.store.get(lease_key()); doc) {
+        if (auto lease = decode(doc->data); lease && !lease->released) {
+          holder = lease->as_record();
+        }
+      }
+      return std::unexpected(refusal(lock_key(), holder, "it holds the store's lock"));
+    }
+    Holding held{.lock_token = std::move(*token)};
+    auto give_up = [&](ClaimError why) {
+      (void)ctx.store.unlock(lock_key(), held.lock_token);
+      return std::unexpected(std::move(why));
+    };
+    std::uint64_t epoch = 1;
+    std::string version;
+    std::string previous;  // the last holder: its lock is gone, so its record no longer counts
+    if (auto doc = ctx.store.get(lease_key()); doc) {
+      auto lease = decode(doc->data);
+      if (!lease) return give_up(refusal(lease_key(), std::nullopt, lease.error().message));
+      epoch = lease->epoch + 1;
+      version = doc->version;
+      previous = lease->holder;
+    } else if (doc.error().code != Errc::not_found) {
+      return give_up(failure(doc.error().code, "cannot read the lease: " + doc.error().message));
+    }
+    // An original guard's live record still keeps us out.
+    const ScanRules rules{.reap = true, .margin = *ctx.options.max_skew,
+                          .blocks = [&](const Record& r) { return r.id != previous; }};
+    if (auto clear = scan_others(ctx, stop, rules); !clear) return give_up(clear.error());
+
+    const Lease lease = ours(ctx, epoch, ctx.clock.wall());
+    auto written = version.empty() ? ctx.store.replace(lease_key(), encode(lease))
+                                   : write_lease(ctx, lease, version);
+    if (!written) {
+      return give_up(failure(written.error().code,
+                             "cannot write the lease: " + written.error().message));
+    }
+    held.lease_version = std::move(*written);
+    held.epoch = epoch;
+    return finish(ctx, std::move(held));
+  }
+
   static Lease ours(const Context& ctx, std::uint64_t epoch, WallTime now) {
     return Lease{.holder = ctx.options.id, .epoch = epoch,
                  .expires_at = now + ctx.options.ttl, .host = ctx.self.host,
@@ -198,6 +303,8 @@ class Exclusive final : public Protocol {
     }
     return Holding{.lease_version = std::move(*version), .epoch = epoch};
   }
+
+  bool native_ = false;  // decided at acquire: a native lease is in use
 
   std::expected<Holding, ClaimError> finish(const Context& ctx, Holding held) {
     const WallTime now = ctx.clock.wall();

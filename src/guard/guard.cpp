@@ -278,12 +278,13 @@ Result<Mode> Guard::resolve_mode() {
   const Capabilities caps = store_->capabilities();
   switch (options_->mode) {
     case Mode::automatic:
-      return caps.conditional_writes ? Mode::exclusive : Mode::verify;
+      return caps.native_lease || caps.conditional_writes ? Mode::exclusive : Mode::verify;
     case Mode::exclusive:
-      if (!caps.conditional_writes) {
+      if (!caps.native_lease && !caps.conditional_writes) {
         return fail(Errc::unsupported,
-                    store_->describe() + " offers no conditional writes, so exclusive mode is "
-                                         "impossible; use --mode verify (or auto)");
+                    store_->describe() + " offers neither a native lease nor conditional "
+                                         "writes, so exclusive mode is impossible; use "
+                                         "--mode verify (or auto)");
       }
       return Mode::exclusive;
     default:

@@ -37,6 +37,7 @@ struct Holding {
   Record record;                      // our record as last written
   std::string lease_version;          // exclusive: the lease's version we wrote
   std::optional<std::uint64_t> epoch;  // exclusive: the fencing epoch
+  std::string lock_token;             // exclusive on a native lease: our lock
 };
 
 struct Renewal {

@@ -374,3 +374,56 @@ TEST(Mode, ParsesAndPrints) {
 
 }  // namespace
 }  // namespace instance
+
+namespace instance {
+namespace {
+
+// ---- exclusive on a native lease (memory store with a lease clock) ---------
+
+class NativeLeaseTest : public ModesTest {
+ protected:
+  void SetUp() override {
+    memory = make_memory_store(clock);
+    store = std::make_shared<FailingStore>(memory);
+  }
+};
+
+TEST_F(NativeLeaseTest, TheStoresLockDecidesWhoHolds) {
+  auto a = guard("a", Mode::automatic).claim().value();
+  EXPECT_EQ(a.mode(), Mode::exclusive);
+  EXPECT_NE(a.guarantee().find("store's own lock"), std::string_view::npos);
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().error.code, Errc::another_instance);
+  ASSERT_TRUE(b.error().holder->record.has_value());
+  EXPECT_EQ(b.error().holder->record->id, "a");
+  ASSERT_TRUE(a.stand_down());
+  auto b2 = guard("b", Mode::exclusive).claim();
+  ASSERT_TRUE(b2.has_value());
+  EXPECT_EQ(b2->epoch(), std::optional<std::uint64_t>(2));
+}
+
+TEST_F(NativeLeaseTest, ALockThatExpiredOnTheStoreIsTakenOverWithTheNextEpoch) {
+  auto a = guard("a", Mode::exclusive).claim().value();
+  clock->advance(30s);  // a hangs; the store's lock expires on the store's clock
+  // a's record is still live by the skew margin, but a's lock is gone.
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  EXPECT_EQ(b->epoch(), std::optional<std::uint64_t>(2));
+}
+
+TEST_F(NativeLeaseTest, ARefusedRefreshIsALoss) {
+  int lost = 0;
+  auto opts = options("a", Mode::exclusive);
+  opts.on_lost = [&](const Error&) { ++lost; };
+  auto a = Guard::create(store, opts).value().claim().value();
+  clock->advance(31s);  // the lock expired before a could refresh it (a was paused)
+  auto b = guard("b", Mode::exclusive).claim().value();
+  scheduler->run_due();  // a's overdue renewal: the refresh is refused
+  EXPECT_EQ(lost, 1);
+  EXPECT_EQ(a.status(), ClaimStatus::lost);
+  EXPECT_TRUE(b.active());
+}
+
+}  // namespace
+}  // namespace instance

@@ -10,11 +10,48 @@ namespace {
 // reused, even after a remove and re-create.
 class MemoryStore final : public Store {
  public:
+  explicit MemoryStore(std::shared_ptr<Clock> lease_clock) : clock_(std::move(lease_clock)) {}
+
   std::string describe() const override { return "memory:"; }
 
   Capabilities capabilities() override {
-    return {.versions = true, .conditional_writes = true, .native_lease = false,
-            .server_clock = false};
+    return {.versions = true, .conditional_writes = true, .native_lease = clock_ != nullptr,
+            .server_clock = clock_ != nullptr};
+  }
+
+  Result<std::string> lock(const Key& key, Duration ttl, std::string_view) override {
+    if (!clock_) return Store::lock(key, ttl, "");
+    std::lock_guard lock(mu_);
+    const MonoTime now = clock_->monotonic();
+    if (auto it = locks_.find(key); it != locks_.end() && now < it->second.expires) {
+      return fail(Errc::locked, "lock " + key.str() + " in memory: held by another");
+    }
+    const std::string token = "mem-" + std::to_string(++last_version_);
+    locks_[key] = {token, now + ttl};
+    return token;
+  }
+
+  Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override {
+    if (!clock_) return Store::refresh_lock(key, token, ttl);
+    std::lock_guard lock(mu_);
+    const MonoTime now = clock_->monotonic();
+    const auto it = locks_.find(key);
+    if (it == locks_.end() || it->second.token != token || now >= it->second.expires) {
+      return fail(Errc::locked, "refresh lock " + key.str() + " in memory: no longer ours");
+    }
+    it->second.expires = now + ttl;
+    return {};
+  }
+
+  Result<void> unlock(const Key& key, std::string_view token) override {
+    if (!clock_) return Store::unlock(key, token);
+    std::lock_guard lock(mu_);
+    const auto it = locks_.find(key);
+    if (it == locks_.end() || it->second.token != token) {
+      return fail(Errc::not_found, "unlock " + key.str() + " in memory: not ours");
+    }
+    locks_.erase(it);
+    return {};
   }
 
   Result<Document> get(const Key& key) override {
@@ -99,13 +136,21 @@ class MemoryStore final : public Store {
     return version;
   }
 
+  struct Lock {
+    std::string token;
+    MonoTime expires;
+  };
+  std::shared_ptr<Clock> clock_;
   std::mutex mu_;
   std::map<Key, Document> docs_;
+  std::map<Key, Lock> locks_;
   std::uint64_t last_version_ = 0;
 };
 
 }  // namespace
 
-std::shared_ptr<Store> make_memory_store() { return std::make_shared<MemoryStore>(); }
+std::shared_ptr<Store> make_memory_store(std::shared_ptr<Clock> lease_clock) {
+  return std::make_shared<MemoryStore>(std::move(lease_clock));
+}
 
 }  // namespace instance
