@@ -19,6 +19,7 @@ PACKAGES=(
   lighttpd              # WebDAV test server
   lighttpd-mod-webdav
   curl
+  openssl               # WebDAV tests: htpasswd hashes and TLS certificates
   jq                    # end-to-end tests read JSON
   util-linux            # flock(1) in the end-to-end tests
 )

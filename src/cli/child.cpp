@@ -164,4 +164,13 @@ std::vector<std::string> environment_with(char** environ_entries, const std::str
   return out;
 }
 
+std::vector<std::string> environment_with(std::vector<std::string> environment,
+                                          const std::string& name, const std::string& value) {
+  const std::string prefix = name + "=";
+  std::erase_if(environment,
+                [&](const std::string& entry) { return entry.starts_with(prefix); });
+  environment.push_back(prefix + value);
+  return environment;
+}
+
 }  // namespace instance::cli

@@ -80,4 +80,8 @@ class Child {
 std::vector<std::string> environment_with(char** environ_entries, const std::string& name,
                                           const std::string& value);
 
+// `environment` with `name` set to `value` (replacing any earlier value).
+std::vector<std::string> environment_with(std::vector<std::string> environment,
+                                          const std::string& name, const std::string& value);
+
 }  // namespace instance::cli

@@ -17,6 +17,13 @@ struct RunArgs {
   StoreFlags store;
   std::optional<std::string> ttl;  // --ttl
   std::optional<std::string> id;   // --id
+  std::optional<std::string> mode;      // --mode (env INSTANCE_GUARD_MODE)
+  std::optional<std::string> max_skew;  // --max-skew
+  std::optional<std::string> settle;    // --settle
+  std::string on_lost = "terminate";    // --on-lost: terminate or ignore
+  std::string kill_after = "10s";       // --kill-after
+  // --wait[=TIMEOUT]: nullopt without --wait; "" (or "0") waits forever.
+  std::optional<std::string> wait;
   std::vector<std::string> command;
 };
 
@@ -28,9 +35,11 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger);
 struct StatusArgs {
   StoreFlags store;
   bool json = false;
+  std::optional<std::string> mode;  // --mode (env INSTANCE_GUARD_MODE)
 };
 
-// `status`: every record under instances/, as a table or a JSON array.
+// `status`: every record under instances/, as a table or a JSON array. The
+// text output first says which mode (and guarantee) `run --mode` would use.
 int status_command(const StatusArgs& args, const std::shared_ptr<Logger>& logger);
 
 struct ReleaseArgs {

@@ -103,6 +103,59 @@ Resolved<std::optional<Duration>> resolve_ttl(const std::optional<std::string>& 
   return std::optional<Duration>{};
 }
 
+Resolved<Mode> resolve_mode(const std::optional<std::string>& flag, const Getenv& getenv) {
+  if (flag) {
+    auto mode = parse_mode(*flag);
+    if (!mode) {
+      return std::unexpected(ConfigError{
+          kExitUsage, "--mode: unknown mode \"" + *flag + "\" (auto, announce, verify or exclusive)"});
+    }
+    return *mode;
+  }
+  if (auto from_env = getenv("INSTANCE_GUARD_MODE")) {
+    auto mode = parse_mode(*from_env);
+    if (!mode) {
+      return std::unexpected(ConfigError{
+          kExitConfig, "INSTANCE_GUARD_MODE: unknown mode \"" + *from_env +
+                           "\" (auto, announce, verify or exclusive)"});
+    }
+    return *mode;
+  }
+  return Mode::automatic;
+}
+
+Resolved<std::optional<Duration>> resolve_duration_flag(const std::optional<std::string>& flag,
+                                                        std::string_view flag_name) {
+  if (!flag) return std::optional<Duration>{};
+  auto parsed = parse_duration(*flag);
+  if (!parsed) {
+    return std::unexpected(ConfigError{kExitUsage, std::string(flag_name) + ": " +
+                                                       parsed.error().message +
+                                                       " (Go duration syntax, e.g. 500ms, 5s, 2m)"});
+  }
+  if (parsed->count() < 0) {
+    return std::unexpected(ConfigError{kExitUsage, std::string(flag_name) +
+                                                       ": must not be negative, got \"" + *flag +
+                                                       "\""});
+  }
+  return *parsed;
+}
+
+std::string_view guarantee_summary(Mode mode) noexcept {
+  switch (mode) {
+    case Mode::announce:
+      return "none: not a lock; two instances starting at the same moment can both run";
+    case Mode::verify:
+      return "mutual exclusion while the store shows every acknowledged write within the settle "
+             "time";
+    case Mode::exclusive:
+      return "mutual exclusion by a compare-and-set lease or the store's own lock, with a "
+             "fencing epoch";
+    default:
+      return "the strongest the store supports";
+  }
+}
+
 std::string resolve_id(const std::optional<std::string>& flag, const Getenv& getenv) {
   if (flag) return *flag;
   return getenv("INSTANCE_GUARD_ID").value_or("");

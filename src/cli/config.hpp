@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "instance/clock.hpp"
+#include "instance/guard.hpp"
 #include "instance/logger.hpp"
 #include "instance/open_store.hpp"
 
@@ -63,6 +64,19 @@ Resolved<std::optional<Duration>> resolve_ttl(const std::optional<std::string>& 
 
 // The id: --id, else $INSTANCE_GUARD_ID, else empty (the guard generates one).
 std::string resolve_id(const std::optional<std::string>& flag, const Getenv& getenv);
+
+// The claim mode: --mode (a usage error when unknown), else
+// $INSTANCE_GUARD_MODE (a configuration error when unknown), else auto.
+Resolved<Mode> resolve_mode(const std::optional<std::string>& flag, const Getenv& getenv);
+
+// A Go duration for `flag_name` that must not be negative (a usage error);
+// nullopt when the flag is absent.
+Resolved<std::optional<Duration>> resolve_duration_flag(const std::optional<std::string>& flag,
+                                                        std::string_view flag_name);
+
+// What a mode guarantees, in a few words (for `status`; a claim says it
+// exactly through Claim::guarantee()).
+std::string_view guarantee_summary(Mode mode) noexcept;
 
 // A name good for one folder: not empty, not "." or "..", no '/' or NUL.
 bool is_usable_name(std::string_view name) noexcept;

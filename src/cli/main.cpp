@@ -61,7 +61,8 @@ int dispatch(int argc, char** argv) {
   run->footer(
       "Usage: instance-guard run [OPTIONS] -- COMMAND [ARGS...]\n"
       "Exit status: COMMAND's (128+N when it died of signal N); 75 another live instance\n"
-      "holds the store; 69 store unreachable; 64 usage; 78 configuration; 70 internal;\n"
+      "holds the store (or, after --wait=TIMEOUT, still did), or the claim was lost and\n"
+      "COMMAND was stopped; 69 store unreachable; 64 usage; 78 configuration; 70 internal;\n"
       "127/126 COMMAND not found / not executable.");
   add_store_flags(*run, run_args.store);
   run->add_option("--ttl", run_args.ttl,
@@ -69,6 +70,28 @@ int dispatch(int argc, char** argv) {
                   "[env: INSTANCE_GUARD_TTL] [default: 2m]");
   run->add_option("--id", run_args.id,
                   "This instance's id [env: INSTANCE_GUARD_ID] [default: 16 random hex digits]");
+  run->add_option("--mode", run_args.mode,
+                  "Claim protocol: auto (the strongest the store supports), announce (the "
+                  "original, not a lock), verify or exclusive [env: INSTANCE_GUARD_MODE] "
+                  "[default: auto]");
+  run->add_option("--max-skew", run_args.max_skew,
+                  "How far other hosts' clocks may be off; also the margin before the "
+                  "self-fencing deadline [default: 5s, or ttl/10 when smaller]");
+  run->add_option("--settle", run_args.settle,
+                  "verify: how long the store may take to show an acknowledged write "
+                  "[default: 0]");
+  run->add_option("--on-lost", run_args.on_lost,
+                  "When the claim is lost: terminate (SIGTERM the child's group, SIGKILL after "
+                  "--kill-after, exit 75) or ignore (only log)")
+      ->capture_default_str();
+  run->add_option("--kill-after", run_args.kill_after,
+                  "After a loss, how long the child gets between SIGTERM and SIGKILL")
+      ->capture_default_str();
+  run->add_option("--wait", run_args.wait,
+                  "Wait for the holder to stand down or expire instead of exiting 75; "
+                  "--wait=TIMEOUT gives up after TIMEOUT (exit 75) [default: forever]")
+      ->expected(0, 1)
+      ->default_str("");
   run->add_option("command", run_args.command, "The command and its arguments")
       ->required()
       ->expected(-1);
@@ -78,6 +101,9 @@ int dispatch(int argc, char** argv) {
   auto* status = app.add_subcommand("status", "Show every instance record in the store");
   add_store_flags(*status, status_args.store);
   status->add_flag("--json", status_args.json, "Print a JSON array");
+  status->add_option("--mode", status_args.mode,
+                     "Say which mode and guarantee `run --mode MODE` gets on this store "
+                     "[env: INSTANCE_GUARD_MODE] [default: auto]");
 
   ReleaseArgs release_args;
   auto* release =

@@ -164,7 +164,9 @@ class FenceWatch {
       std::mutex mu;
       std::condition_variable_any cv;
       std::unique_lock lock(mu);
-      while (!cv.wait_for(lock, stop, period, [] { return false; })) {
+      for (;;) {
+        cv.wait_for(lock, stop, period, [] { return false; });
+        if (stop.stop_requested()) return;
         publish(claim_.fence_deadline());
       }
     });

@@ -88,9 +88,15 @@ bool Wakeup::consume() const noexcept {
 }
 
 Ready wait_for_events(const SignalFd& signals, const Wakeup& wakeup) {
+  return wait_for_events(signals, wakeup, -1);
+}
+
+Ready wait_for_events(const SignalFd& signals, const Wakeup& wakeup, int timeout_ms) {
   std::array<pollfd, 2> fds{pollfd{signals.fd(), POLLIN, 0}, pollfd{wakeup.fd(), POLLIN, 0}};
   for (;;) {
-    const int n = ::poll(fds.data(), fds.size(), -1);
+    // An EINTR restarts with the full timeout; callers recompute theirs from
+    // the monotonic clock after every return anyway.
+    const int n = ::poll(fds.data(), fds.size(), timeout_ms);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw_errno("poll");
     return Ready{(fds[0].revents & POLLIN) != 0, (fds[1].revents & POLLIN) != 0};

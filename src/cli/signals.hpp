@@ -72,7 +72,7 @@ class SignalFd {
 };
 
 // A wake-up another thread can post (an eventfd): the claim worker says "done"
-// through it; later, loss of the claim will too. notify() is thread-safe and
+// through it, and the guard's renewal thread reports the loss of the claim. notify() is thread-safe and
 // async-signal-safe.
 class Wakeup {
  public:
@@ -98,6 +98,10 @@ struct Ready {
 // Blocks, without timeout and without periodic wake-ups, until a signal is
 // queued or the wake-up is posted.
 Ready wait_for_events(const SignalFd& signals, const Wakeup& wakeup);
+
+// Like the above, but also returns (with nothing ready) after `timeout_ms`
+// milliseconds; -1 waits without timeout.
+Ready wait_for_events(const SignalFd& signals, const Wakeup& wakeup, int timeout_ms);
 
 // "SIGTERM" for SIGTERM; "signal N" for anything unnamed.
 std::string signal_name(int signal);

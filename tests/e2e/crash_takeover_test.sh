@@ -6,10 +6,13 @@ source "$(dirname "$0")/lib.sh"
 
 # Part 1: the first guard runs under another host name (a UTS namespace), so
 # the second cannot tell that its process is gone and must wait out the ttl.
+# In --mode verify: the records decide. (In auto, which is exclusive on a local
+# directory, the claim is also an OFD lock that the kernel drops when the
+# holder dies, so the next guard would start at once.)
 unshare -u true 2>/dev/null || { echo "SKIP: needs unshare -u (root)"; exit 0; }
 set -m
 unshare -u bash -c 'hostname other-host && exec "$0" "$@"' "$BIN" run --store "$STORE" \
-  --ttl 2s --id first -- bash -c "$(sleeper first)" >"$WORK/first.out" 2>"$WORK/first.err" &
+  --mode verify --ttl 2s --id first -- bash -c "$(sleeper first)" >"$WORK/first.out" 2>"$WORK/first.err" &
 first=$!
 set +m
 BG_PIDS+=("$first")
@@ -23,12 +26,12 @@ wait_exit "$first" 5
 wait_until 2 not_running "$child" || fail "the child $child outlived its SIGKILLed guard"
 ok "the child died $(($(now_ms) - killed_at)) ms after its guard was killed"
 
-run_guard run --store "$STORE" --ttl 2s --id second -- true
+run_guard run --store "$STORE" --mode verify --ttl 2s --id second -- true
 expect_exit 75 "a run while the dead guard's record is still live"
 ok "refused while the record is live"
 
 second_ran() {
-  "$BIN" run --store "$STORE" --ttl 2s --id second -- true 2>"$WORK/last.err"
+  "$BIN" run --store "$STORE" --mode verify --ttl 2s --id second -- true 2>"$WORK/last.err"
 }
 wait_until 6 second_ran || fail "no takeover within 6 s of a 2 s ttl"
 takeover_ms=$(($(now_ms) - killed_at))

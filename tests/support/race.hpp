@@ -25,18 +25,20 @@ struct RaceReport {
   std::string first_error;
 };
 
-// Runs `rounds` rounds of `guards` concurrent claims on `store` in `mode`.
+// Runs `rounds` rounds of `guards` concurrent claims in `mode`, each guard on
+// its own store object from `store_for(i)` (its own connection, for remote
+// stores), all on the same state.
 // Each round: all threads pass a barrier, claim, count themselves as holders,
 // pass a second barrier (so every attempt overlaps every hold), then the
 // holders stand down before the next round.
-inline RaceReport run_race(const std::shared_ptr<Store>& store, Mode mode, int guards,
-                           int rounds, Duration ttl = std::chrono::minutes(1)) {
+inline RaceReport run_race(const std::function<std::shared_ptr<Store>(int)>& store_for, Mode mode,
+                           int guards, int rounds, Duration ttl = std::chrono::minutes(1)) {
   RaceReport report;
   report.rounds = rounds;
   auto scheduler = thread_scheduler();
   std::vector<Guard> gs;
   for (int i = 0; i < guards; ++i) {
-    gs.push_back(Guard::create(store, {.ttl = ttl, .id = "racer-" + std::to_string(i),
+    gs.push_back(Guard::create(store_for(i), {.ttl = ttl, .id = "racer-" + std::to_string(i),
                                        .scheduler = scheduler, .mode = mode})
                      .value());
   }
@@ -78,6 +80,12 @@ inline RaceReport run_race(const std::shared_ptr<Store>& store, Mode mode, int g
   report.errors = errors.load();
   report.first_error = first_error;
   return report;
+}
+
+// All guards on one store object (an in-process store).
+inline RaceReport run_race(const std::shared_ptr<Store>& store, Mode mode, int guards,
+                           int rounds, Duration ttl = std::chrono::minutes(1)) {
+  return run_race([&](int) { return store; }, mode, guards, rounds, ttl);
 }
 
 }  // namespace instance::testing

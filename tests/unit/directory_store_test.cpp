@@ -4,6 +4,7 @@
 // writes, and races between threads and between processes. No test sleeps.
 #include <fcntl.h>
 #include <grp.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -105,7 +106,8 @@ TEST_F(DirectoryStoreTest, HasVersionsAndConditionalWrites) {
   const auto caps = store().capabilities();
   EXPECT_TRUE(caps.versions);
   EXPECT_TRUE(caps.conditional_writes);
-  EXPECT_FALSE(caps.native_lease);
+  EXPECT_TRUE(caps.native_lease);  // an OFD lock: the kernel ends it with its holder
+  EXPECT_FALSE(caps.server_clock);
 }
 
 TEST_F(DirectoryStoreTest, KeyMapsToTheSameRelativePath) {
@@ -623,6 +625,203 @@ TEST_F(DirectoryStoreTest, ConcurrentCreateFromProcessesHasExactlyOneWinner) {
   ASSERT_TRUE(doc);
   EXPECT_THAT(doc->data, HasSubstr("child "));
   EXPECT_TRUE(fs::is_empty(root() / "tmp~"));
+}
+
+
+// ---------------------------------------------------------------------------
+// Native leases: OFD locks.
+
+constexpr auto kTtl = std::chrono::seconds(30);
+
+TEST_F(DirectoryStoreTest, LockExcludesASecondStoreOnTheSameRoot) {
+  const auto k = key("instances.lock");
+  auto other = make_directory_store({.root = root()});
+  ASSERT_TRUE(other);
+  auto token = store().lock(k, kTtl, "guard-a@host");
+  ASSERT_TRUE(token) << token.error().message;
+  EXPECT_THAT(*token, ::testing::StartsWith("ofd:"));
+
+  auto refused = (*other)->lock(k, kTtl, "guard-b@host");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::locked);
+  EXPECT_THAT(refused.error().message, HasSubstr("held by another process or guard"));
+  EXPECT_THAT(refused.error().message, HasSubstr("guard-a@host"));
+  // Not re-entrant, even through the same store object.
+  EXPECT_EQ(store().lock(k, kTtl, "guard-a@host").error().code, Errc::locked);
+  // Other keys are independent.
+  EXPECT_TRUE((*other)->lock(key("other.lock"), kTtl, "guard-b@host"));
+
+  ASSERT_TRUE(store().unlock(k, *token));
+  auto taken = (*other)->lock(k, kTtl, "guard-b@host");
+  ASSERT_TRUE(taken) << taken.error().message;
+  EXPECT_EQ(store().lock(k, kTtl, "guard-a@host").error().code, Errc::locked);
+}
+
+TEST_F(DirectoryStoreTest, ExactlyOneOfManyThreadsWinsTheLock) {
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 50;
+  std::vector<std::shared_ptr<Store>> stores;
+  for (int i = 0; i < kThreads; ++i) stores.push_back(make_directory_store({.root = root()}).value());
+  for (int round = 0; round < kRounds; ++round) {
+    const auto k = key("round-" + std::to_string(round) + ".lock");
+    std::atomic<int> winners{0};
+    std::atomic<int> refused{0};
+    std::atomic<bool> go{false};
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+      threads.emplace_back([&, i] {
+        while (!go.load()) std::this_thread::yield();
+        auto token = stores[static_cast<std::size_t>(i)]->lock(k, kTtl, "t");
+        if (token) {
+          ++winners;
+        } else if (token.error().code == Errc::locked) {
+          ++refused;
+        }
+      });
+    }
+    go = true;
+    threads.clear();
+    EXPECT_EQ(winners.load(), 1) << "round " << round;
+    EXPECT_EQ(refused.load(), kThreads - 1) << "round " << round;
+  }
+}
+
+TEST_F(DirectoryStoreTest, UnlockThenLockAgain) {
+  const auto k = key("instances.lock");
+  for (int i = 0; i < 3; ++i) {
+    auto token = store().lock(k, kTtl, "me");
+    ASSERT_TRUE(token) << token.error().message;
+    ASSERT_TRUE(store().refresh_lock(k, *token, kTtl));
+    ASSERT_TRUE(store().unlock(k, *token));
+    // Gone: a second unlock and a refresh say so.
+    EXPECT_EQ(store().unlock(k, *token).error().code, Errc::not_found);
+    EXPECT_EQ(store().refresh_lock(k, *token, kTtl).error().code, Errc::not_found);
+  }
+}
+
+TEST_F(DirectoryStoreTest, RefreshOrUnlockWithAnUnknownTokenFails) {
+  const auto k = key("instances.lock");
+  for (const char* bad : {"ofd:999", "", "ofd:", "ofd:1x", "opaquelocktoken:1", "ofd:-1"}) {
+    EXPECT_EQ(store().refresh_lock(k, bad, kTtl).error().code, Errc::not_found) << bad;
+    EXPECT_EQ(store().unlock(k, bad).error().code, Errc::not_found) << bad;
+  }
+  auto token = store().lock(k, kTtl, "me");
+  ASSERT_TRUE(token);
+  // A token for another key, or from another store object, is not ours.
+  EXPECT_EQ(store().refresh_lock(key("elsewhere.lock"), *token, kTtl).error().code,
+            Errc::not_found);
+  EXPECT_EQ(store().unlock(key("elsewhere.lock"), *token).error().code, Errc::not_found);
+  auto other = make_directory_store({.root = root()}).value();
+  EXPECT_EQ(other->refresh_lock(k, *token, kTtl).error().code, Errc::not_found);
+  EXPECT_EQ(other->unlock(k, *token).error().code, Errc::not_found);
+  EXPECT_TRUE(store().refresh_lock(k, *token, kTtl));  // still held
+}
+
+TEST_F(DirectoryStoreTest, RefreshNoticesARemovedOrReplacedLockFile) {
+  const auto k = key("instances.lock");
+  auto token = store().lock(k, kTtl, "me");
+  ASSERT_TRUE(token);
+  const fs::path file = root() / "locks~" / "instances.lock";
+  ASSERT_TRUE(fs::is_regular_file(file));
+  fs::remove(file);  // someone can now lock a fresh file: our lease is gone
+  auto other = make_directory_store({.root = root()}).value();
+  ASSERT_TRUE(other->lock(k, kTtl, "them"));
+  auto refreshed = store().refresh_lock(k, *token, kTtl);
+  ASSERT_FALSE(refreshed);
+  EXPECT_EQ(refreshed.error().code, Errc::not_found);
+  EXPECT_THAT(refreshed.error().message, HasSubstr("lock lost"));
+  EXPECT_EQ(store().unlock(k, *token).error().code, Errc::not_found);
+}
+
+TEST_F(DirectoryStoreTest, LockFilesNeverShowInListOrGet) {
+  ASSERT_TRUE(store().create(key("instances/a"), "{}"));
+  for (const char* k : {"instances.lock", "instances/b", "instances/a", "deep/x/y"}) {
+    auto token = store().lock(key(k), kTtl, "me");
+    ASSERT_TRUE(token) << k << ": " << token.error().message;
+  }
+  EXPECT_EQ(strs(store().list(Key()).value()), std::vector<std::string>{"instances/a"});
+  EXPECT_EQ(strs(store().list(key("instances")).value()), std::vector<std::string>{"instances/a"});
+  EXPECT_TRUE(store().list(key("deep")).value().empty());
+  EXPECT_EQ(store().get(key("instances.lock")).error().code, Errc::not_found);
+  EXPECT_EQ(store().get(key("instances/b")).error().code, Errc::not_found);
+  EXPECT_EQ(store().get(key("instances/a")).value().data, "{}");
+  // Different keys never share a lock file ('~' is escaped in keys).
+  ASSERT_TRUE(store().lock(Key::from_segments({"deep~x", "y"}).value(), kTtl, "me"));
+  EXPECT_TRUE(fs::is_regular_file(root() / "locks~" / "deep%7Ex~y"));
+}
+
+TEST_F(DirectoryStoreTest, LockRefusesASymbolicLinkAsLockFile) {
+  fs::create_directories(root() / "locks~");
+  fs::create_symlink(dir_.path() / "target", root() / "locks~" / "instances.lock");
+  auto token = store().lock(key("instances.lock"), kTtl, "me");
+  ASSERT_FALSE(token);
+  EXPECT_EQ(token.error().code, Errc::permission);
+  EXPECT_FALSE(fs::exists(dir_.path() / "target"));
+}
+
+TEST_F(DirectoryStoreTest, LockExcludesOtherProcessesAndDiesWithItsHolder) {
+  const auto k = key("instances.lock");
+  // The parent holds: a forked process is refused.
+  {
+    auto token = store().lock(k, kTtl, "parent");
+    ASSERT_TRUE(token);
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto own = make_directory_store({.root = root()});
+      ::_exit(own ? exit_code_of((*own)->lock(k, kTtl, "child")) : kChildSetupFailed);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), exit_code_of(Errc::locked));
+    ASSERT_TRUE(store().unlock(k, *token));
+  }
+  // A child holds: the parent is refused until the child is killed, then
+  // takes over at once.
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  std::fflush(nullptr);
+  const pid_t holder = ::fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {
+    ::close(ready[0]);
+    auto own = make_directory_store({.root = root()});
+    const char verdict = own && (*own)->lock(k, kTtl, "child") ? 'L' : 'F';
+    [[maybe_unused]] auto n = ::write(ready[1], &verdict, 1);
+    while (true) ::pause();
+  }
+  ::close(ready[1]);
+  char verdict = 0;
+  ASSERT_EQ(::read(ready[0], &verdict, 1), 1);
+  ::close(ready[0]);
+  EXPECT_EQ(verdict, 'L');
+  auto refused = store().lock(k, kTtl, "parent");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::locked);
+  EXPECT_THAT(refused.error().message, HasSubstr("child"));
+
+  ASSERT_EQ(::kill(holder, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(holder, &status, 0), holder);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  auto taken = store().lock(k, kTtl, "parent");
+  ASSERT_TRUE(taken) << taken.error().message;
+  EXPECT_TRUE(store().refresh_lock(k, *taken, kTtl));
+}
+
+TEST_F(DirectoryStoreTest, ClosingTheStoreReleasesItsLocks) {
+  const auto k = key("instances.lock");
+  auto first = make_directory_store({.root = root()}).value();
+  ASSERT_TRUE(first->lock(k, kTtl, "first"));
+  EXPECT_EQ(store().lock(k, kTtl, "second").error().code, Errc::locked);
+  first.reset();
+  EXPECT_TRUE(store().lock(k, kTtl, "second"));
+}
+
+TEST_F(DirectoryStoreTest, LockOfTheRootKeyIsInvalid) {
+  EXPECT_EQ(store().lock(Key(), kTtl, "me").error().code, Errc::invalid);
 }
 
 }  // namespace

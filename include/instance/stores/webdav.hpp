@@ -26,7 +26,7 @@
 // explains counts as success).
 //
 // Capabilities are probed on the first capabilities() (or replace_if /
-// remove_if) call with a scratch document under `.instance-guard-probe/`:
+// remove_if / lock) call with a scratch document under `.instance-guard-probe/`:
 // conditional_writes is declared only when the server refuses
 // `If-None-Match: *` on an existing document, refuses a wrong `If-Match`
 // (PUT and DELETE), accepts the right one, and is not Apache httpd. A server
@@ -38,6 +38,28 @@
 // capabilities() answers plain operations and probes again next time.
 // create() always sends `If-None-Match: *`; until the probe has shown the
 // server refuses it on an existing document, it also checks first (GET).
+//
+// Native leases (lock / refresh_lock / unlock): LOCK (exclusive write lock,
+// Depth: 0, `Timeout: Second-N` with N = ceil(ttl) >= 1, the owner string
+// XML-escaped in <owner>) of `<base>/.instance-guard-locks/<key>`, never the
+// key's own URL, so get() of the key is not_found and list() of any prefix
+// but `.instance-guard-locks` never shows a lease (list() of the base skips
+// that folder; keys under it are reserved). The lock URL is first made an
+// empty document (PUT If-None-Match: *, once per store): a LOCK of an
+// unmapped URL makes a lock-null resource that Apache lists while locked and
+// lighttpd keeps as an empty file. The token is the Lock-Token header (or the
+// lockdiscovery locktoken href); 423 -> Errc::locked. refresh = LOCK with
+// `If: (<token>)` and Timeout: 412/409 -> conflict, 423 -> locked, 404 ->
+// not_found (all "lost"). unlock = UNLOCK with `Lock-Token: <token>`;
+// 400/404/409/412 -> not_found. Tokens that are not printable URIs never
+// reach a header. The probe locks a scratch document, checks that a second
+// LOCK is refused with 423 and unlocks it; native_lease (and server_clock)
+// are declared only when that holds and the server is neither lighttpd
+// (1.4.69 never expires a lock and refreshes with any token) nor Apache
+// httpd (mod_dav grants concurrent LOCKs of one resource to several clients:
+// measured in the tests). A server without LOCK (405/501) is noted at info
+// level; other failures are warned about. With probe_capabilities false
+// every capability is declared without asking.
 //
 // Size: writes over kMaxDocumentSize are refused (Errc::invalid) before any
 // request; a read stops as soon as the body passes the cap (Errc::malformed,

@@ -7,6 +7,9 @@
 //   <root>/lock~            flock()ed around every write, so that
 //                           read-compare-write is atomic across threads and
 //                           processes; holds the last timestamp issued
+//   <root>/locks~/<name>    native leases: one lock file per lease key, its
+//                           name the key's escaped segments joined by '~';
+//                           holds the owner string of the last holder
 // '~' is always escaped in keys, so no key can name the store's own files.
 //
 // Readers take no lock: a document is only ever replaced by rename, so a
@@ -22,12 +25,23 @@
 // O_NOFOLLOW|O_DIRECTORY and every file with O_NOFOLLOW, so a link is refused
 // (Errc::permission) and its target is never read, written or listed.
 //
-// Thread safety: the store has no mutable state; every call opens its own
-// descriptors, and flock() locks belong to an open file description, so
-// threads of one process exclude each other like separate processes do.
+// Native leases are OFD locks (fcntl F_OFD_SETLK, whole file) on the lease's
+// lock file. The descriptor stays open in the store until unlock(); the
+// kernel drops the lock when the holder closes it or dies, so a crashed
+// holder on this host is replaced at once. OFD locks belong to an open file
+// description, so two stores on one root in one process exclude each other
+// like two processes do. Lock files are left in place on unlock: unlinking a
+// lock file that another process has just opened would let a third lock a
+// fresh file beside it.
+//
+// Thread safety: apart from the table of held leases (under a mutex) the
+// store has no mutable state; every call opens its own descriptors, and
+// flock() locks belong to an open file description, so threads of one
+// process exclude each other like separate processes do.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/types.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,7 +53,9 @@
 #include <cstdio>
 #include <expected>
 #include <ctime>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -54,6 +70,7 @@ namespace {
 
 constexpr char kTempFolder[] = "tmp~";
 constexpr char kLockFile[] = "lock~";
+constexpr char kLeaseFolder[] = "locks~";
 
 // ---------------------------------------------------------------------------
 // Small RAII helpers.
@@ -447,7 +464,10 @@ class DirectoryStore final : public Store {
   std::string describe() const override { return where_; }
 
   Capabilities capabilities() override {
-    return {.versions = true, .conditional_writes = true, .native_lease = false,
+    // native_lease: an OFD lock, released by the kernel when the holder dies.
+    // Its expiry is the holder's death, not a clock, so server_clock stays
+    // false (no clock is involved at all).
+    return {.versions = true, .conditional_writes = true, .native_lease = true,
             .server_clock = false};
   }
 
@@ -525,6 +545,78 @@ class DirectoryStore final : public Store {
       if (current->version != version) return ctx.fail(Errc::conflict, "version does not match");
       return {};
     });
+  }
+
+  // Native leases: an OFD write lock on <root>/locks~/<name>. `ttl` plays no
+  // part: the lock lasts until unlock() or until the holding process dies.
+  Result<std::string> lock(const Key& key, Duration, std::string_view owner) override {
+    const Context ctx("lock", key, where_);
+    if (key.empty()) return ctx.fail(Errc::invalid, "the root key cannot be locked");
+    auto folder = open_lease_folder(ctx, true);
+    if (!folder) return std::unexpected(folder.error());
+    const std::string name = lease_file_name(key);
+    const std::string rel = std::string(kLeaseFolder) + "/" + name;
+    UniqueFd fd(::openat(folder->get(), name.c_str(),
+                         O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
+    if (fd.get() < 0) {
+      if (errno == ELOOP) return ctx.symlink(rel);
+      return ctx.fail_errno(errno, "cannot open the lock file " + rel);
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return ctx.fail_errno(errno, "cannot inspect " + rel);
+    if (!S_ISREG(st.st_mode)) return ctx.fail(Errc::malformed, rel + " is not a regular file");
+    if (const int err = ofd_lock(fd.get(), F_WRLCK); err != 0) {
+      if (err == EAGAIN || err == EACCES) {
+        return ctx.fail(Errc::locked, "held by another process or guard" + holder_of(fd.get()));
+      }
+      if (err == EINVAL) {
+        return ctx.fail(Errc::unsupported,
+                        "this kernel or file system has no OFD locks (fcntl F_OFD_SETLK)");
+      }
+      if (err == ENOLCK) return ctx.fail(Errc::unavailable, "cannot lock " + rel + ": no locks left");
+      return ctx.fail_errno(err, "cannot lock " + rel);
+    }
+    // For diagnostics only ("held by ..."); a failure here changes nothing.
+    if (::ftruncate(fd.get(), 0) == 0) {
+      [[maybe_unused]] auto written = write_all(fd.get(), std::string(owner) + "\n");
+    }
+    const std::lock_guard guard(leases_mutex_);
+    const std::uint64_t id = ++last_lease_id_;
+    leases_.emplace(id, Lease{key, name, std::move(fd)});
+    return "ofd:" + std::to_string(id);
+  }
+
+  // The lease is ours while its descriptor is open and the lock file is still
+  // the file it locked (not removed or replaced behind our back).
+  Result<void> refresh_lock(const Key& key, std::string_view token, Duration) override {
+    const Context ctx("refresh lock", key, where_);
+    const std::lock_guard guard(leases_mutex_);
+    const auto it = find_lease(key, token);
+    if (it == leases_.end()) {
+      return ctx.fail(Errc::not_found, "no such lock held by this store (unlocked or never taken)");
+    }
+    auto held = still_held(ctx, it->second);
+    if (!held) {
+      // Only a definite answer ends the lease; a file system that cannot be
+      // read right now (EIO, ...) is a failed refresh, retried next period.
+      if (held.error().code == Errc::not_found) leases_.erase(it);
+      return std::unexpected(held.error());
+    }
+    return {};
+  }
+
+  Result<void> unlock(const Key& key, std::string_view token) override {
+    const Context ctx("unlock", key, where_);
+    const std::lock_guard guard(leases_mutex_);
+    const auto it = find_lease(key, token);
+    if (it == leases_.end()) {
+      return ctx.fail(Errc::not_found, "no such lock held by this store (already unlocked)");
+    }
+    // Unlock explicitly: a child forked without exec shares the open file
+    // description, and closing our descriptor alone would leave it locked.
+    ofd_lock(it->second.fd.get(), F_UNLCK);
+    leases_.erase(it);  // closes the descriptor; the lock file stays
+    return {};
   }
 
   Result<std::vector<Key>> list(const Key& prefix) override {
@@ -707,8 +799,105 @@ class DirectoryStore final : public Store {
     return walk(ctx, std::move(*folder), child, false, keys);
   }
 
+  // Native leases held through this store object.
+  struct Lease {
+    Key key;
+    std::string name;  // the lock file in locks~
+    UniqueFd fd;       // holds the OFD lock while open
+  };
+  using Leases = std::map<std::uint64_t, Lease>;
+
+  // The lock file of `key`: its escaped segments joined by '~'. '~' is always
+  // escaped in a segment, so different keys get different names.
+  static std::string lease_file_name(const Key& key) {
+    std::string name;
+    for (const auto& segment : key.escaped_segments()) {
+      if (!name.empty()) name.push_back('~');
+      name += segment;
+    }
+    return name;
+  }
+
+  // F_OFD_SETLK on the whole file; 0 or the errno.
+  static int ofd_lock(int fd, short type) noexcept {
+    struct flock fl {};
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    while (::fcntl(fd, F_OFD_SETLK, &fl) != 0) {
+      if (errno != EINTR) return errno;
+    }
+    return 0;
+  }
+
+  // ", last taken by \"owner\"" from a lock file, or nothing.
+  static std::string holder_of(int fd) {
+    char buf[128];
+    const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+    if (n <= 0) return {};
+    std::string_view owner(buf, static_cast<std::size_t>(n));
+    owner = owner.substr(0, owner.find('\n'));
+    if (owner.empty()) return {};
+    return " (taken by " + printable(owner) + ")";
+  }
+
+  Result<UniqueFd> open_lease_folder(const Context& ctx, bool create) const {
+    auto root = open_root(ctx, create);
+    if (!root) return std::unexpected(root.error());
+    const std::string name(kLeaseFolder);
+    return open_folder(ctx, root->get(), std::span<const std::string>(&name, 1), create);
+  }
+
+  Leases::iterator find_lease(const Key& key, std::string_view token) {
+    constexpr std::string_view kPrefix = "ofd:";
+    if (!token.starts_with(kPrefix)) return leases_.end();
+    token.remove_prefix(kPrefix.size());
+    std::uint64_t id = 0;
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), id);
+    if (ec != std::errc() || end != token.data() + token.size()) return leases_.end();
+    const auto it = leases_.find(id);
+    if (it == leases_.end() || it->second.key != key) return leases_.end();
+    return it;
+  }
+
+  // Errc::not_found when the lease is certainly gone; other codes when the
+  // file system cannot tell right now.
+  Result<void> still_held(const Context& ctx, const Lease& lease) const {
+    const std::string rel = std::string(kLeaseFolder) + "/" + lease.name;
+    struct stat mine {};
+    if (::fstat(lease.fd.get(), &mine) != 0) return ctx.fail_errno(errno, "cannot inspect " + rel);
+    auto folder = open_lease_folder(ctx, false);
+    if (!folder) {
+      if (folder.error().code == Errc::not_found) {
+        return ctx.fail(Errc::not_found, "lock lost: " + std::string(kLeaseFolder) + " was removed");
+      }
+      return std::unexpected(folder.error());
+    }
+    UniqueFd now(::openat(folder->get(), lease.name.c_str(),
+                          O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (now.get() < 0) {
+      if (errno == ENOENT || errno == ELOOP) {
+        return ctx.fail(Errc::not_found, "lock lost: " + rel + " was removed or replaced");
+      }
+      return ctx.fail_errno(errno, "cannot open " + rel);
+    }
+    struct stat theirs {};
+    if (::fstat(now.get(), &theirs) != 0) return ctx.fail_errno(errno, "cannot inspect " + rel);
+    if (mine.st_dev != theirs.st_dev || mine.st_ino != theirs.st_ino) {
+      return ctx.fail(Errc::not_found, "lock lost: " + rel + " was replaced by another file");
+    }
+    struct flock fl {};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    if (::fcntl(now.get(), F_OFD_GETLK, &fl) != 0) return ctx.fail_errno(errno, "cannot test " + rel);
+    if (fl.l_type == F_UNLCK) return ctx.fail(Errc::not_found, "lock lost: " + rel + " is not locked");
+    return {};
+  }
+
   std::filesystem::path root_;
   std::string where_;  // "file://<root>"
+  std::mutex leases_mutex_;
+  std::uint64_t last_lease_id_ = 0;  // under leases_mutex_
+  Leases leases_;                    // under leases_mutex_
 };
 
 }  // namespace

@@ -55,6 +55,9 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
     response->etag.clear();
     response->date.clear();
     response->server.clear();
+    response->lock_token.clear();
+  } else if (header_is(line, "Lock-Token")) {
+    response->lock_token = header_value(line, 10);
   } else if (header_is(line, "Server")) {
     response->server = header_value(line, 6);
   } else if (header_is(line, "ETag")) {

@@ -37,7 +37,7 @@ struct HttpClientOptions {
 };
 
 struct HttpRequest {
-  std::string method;                // GET, HEAD, PUT, DELETE, MKCOL, PROPFIND
+  std::string method;                // GET, HEAD, PUT, DELETE, MKCOL, PROPFIND, LOCK, UNLOCK
   std::string url;                   // absolute http(s) URL, no user info
   std::vector<std::string> headers;  // "Name: value"
   std::string_view body;             // sent when has_body (must outlive perform)
@@ -55,6 +55,7 @@ struct HttpResponse {
   std::string etag;          // the ETag header, verbatim ("" when absent)
   std::string date;          // the Date header
   std::string server;        // the Server header
+  std::string lock_token;    // the Lock-Token header, verbatim ("<uri>"; "" when absent)
   long new_connections = 0;  // connections libcurl opened for this request
 
   bool transport_ok() const noexcept { return curl == CURLE_OK; }

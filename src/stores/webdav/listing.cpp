@@ -169,4 +169,33 @@ Result<std::vector<ListingEntry>> parse_multistatus(std::string_view body,
   return entries;
 }
 
+Result<ActiveLock> parse_lock_discovery(std::string_view body, std::string_view want_token) {
+  auto bad = [](std::string why) {
+    return std::unexpected(Error{Errc::malformed, "malformed LOCK reply: " + std::move(why)});
+  };
+  pugi::xml_document doc;
+  const auto parsed = doc.load_buffer(body.data(), body.size(),
+                                      pugi::parse_default & ~pugi::parse_pi, pugi::encoding_utf8);
+  if (!parsed) {
+    return bad("not XML (" + std::string(parsed.description()) + " at byte " +
+               std::to_string(parsed.offset) + ")");
+  }
+  auto root = doc.document_element();
+  if (!is_dav(root, "prop")) {
+    return bad("the root element is <" + printable(root.name()) + ">, not a DAV: <prop>");
+  }
+  auto discovery = dav_child(root, "lockdiscovery");
+  if (!discovery) return bad("no <lockdiscovery>");
+  for (auto active : discovery.children()) {
+    if (!is_dav(active, "activelock")) continue;
+    const auto href = dav_child(dav_child(active, "locktoken"), "href");
+    ActiveLock lock{.token = std::string(trim(href.child_value())),
+                    .timeout = std::string(trim(dav_child(active, "timeout").child_value()))};
+    if (lock.token.empty()) continue;
+    if (want_token.empty() || lock.token == want_token) return lock;
+  }
+  return bad(want_token.empty() ? "no <activelock> with a lock token"
+                                : "no <activelock> with the granted lock token");
+}
+
 }  // namespace instance::webdav

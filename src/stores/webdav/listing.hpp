@@ -37,4 +37,15 @@ struct ListingEntry {
 Result<std::vector<ListingEntry>> parse_multistatus(std::string_view body,
                                                    const std::vector<std::string>& base_segments);
 
+// What a LOCK reply (200/201 with a DAV:prop holding DAV:lockdiscovery) says
+// about the lock: the token of the DAV:activelock matching `want_token` (or
+// the first one when `want_token` is empty) and its timeout text
+// ("Second-30", "Infinite"). Errc::malformed when the body is not such a
+// reply or names no lock token.
+struct ActiveLock {
+  std::string token;    // the locktoken href, trimmed
+  std::string timeout;  // the timeout element's text, trimmed ("" when absent)
+};
+Result<ActiveLock> parse_lock_discovery(std::string_view body, std::string_view want_token);
+
 }  // namespace instance::webdav

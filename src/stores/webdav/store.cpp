@@ -53,6 +53,9 @@ std::string WebDavStore::learn_version(const Key& key, std::string_view written)
 Result<std::string> WebDavStore::write(std::string_view op, const Key& key, std::string_view data,
                                        Condition condition) {
   if (auto ok = check_write(op, key, data, where_); !ok) return std::unexpected(ok.error());
+  if (condition.kind == Condition::match && !plausible_version(condition.version)) {
+    return fail(Errc::conflict, what(op, key) + " at " + where_ + ": version does not match");
+  }
   if (condition.kind == Condition::absent && !if_none_match_honoured_.load()) {
     // Until the server is known to refuse If-None-Match: * on an existing
     // document (OpenCloud ignores it), look first.
@@ -140,6 +143,9 @@ Result<void> WebDavStore::make_folders(const Key& key) {
 
 Result<void> WebDavStore::erase(std::string_view op, const Key& key, Condition condition) {
   if (key.empty()) return fail(Errc::invalid, std::string(op) + " at " + where_ + ": empty key");
+  if (condition.kind == Condition::match && !plausible_version(condition.version)) {
+    return fail(Errc::conflict, what(op, key) + " at " + where_ + ": version does not match");
+  }
   HttpRequest request{.method = "DELETE", .url = key_url(base_, key, false),
                       .max_body = kMaxErrorBody};
   if (condition.kind == Condition::match) {

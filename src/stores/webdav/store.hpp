@@ -2,7 +2,8 @@
 //   store.cpp        reads, writes, folders, make_webdav_store
 //   store_send.cpp   the retry loop and the Date check
 //   store_list.cpp   listing (PROPFIND Depth 1, folder by folder)
-//   store_probe.cpp  capabilities: the conditional-write probe
+//   store_probe.cpp  capabilities: the conditional-write and LOCK probe
+//   store_lock.cpp   native leases: LOCK, refresh, UNLOCK
 // The contract is in instance/stores/webdav.hpp.
 #pragma once
 
@@ -29,6 +30,12 @@ inline constexpr std::size_t kMaxListingDepth = 32;
 // before we could read its ETag: a conditional write with it always fails.
 inline constexpr std::string_view kSupersededVersion = "\"instance-guard:superseded\"";
 inline constexpr std::string_view kProbeFolder = ".instance-guard-probe";
+// Native leases lock `<base>/.instance-guard-locks/<key>`, never the key's own
+// URL: a LOCK of an unmapped URL makes a lock-null resource that Apache lists
+// while it is locked and lighttpd keeps as an empty file. list() of the base
+// skips this folder, so no prefix lists a lease, and get() of a lease's key
+// finds nothing there.
+inline constexpr std::string_view kLockFolder = ".instance-guard-locks";
 inline constexpr std::string_view kPropfindBody =
     R"(<?xml version="1.0" encoding="utf-8"?>)"
     R"(<d:propfind xmlns:d="DAV:"><d:prop><d:resourcetype/><d:getetag/></d:prop></d:propfind>)";
@@ -38,6 +45,16 @@ struct Condition {
   enum Kind { none, absent, match } kind = none;
   std::string_view version;
 };
+
+// A version this store could have handed out: an ETag is non-empty printable
+// ASCII. Anything else cannot match (and must never reach a header).
+inline bool plausible_version(std::string_view version) {
+  if (version.empty()) return false;
+  for (unsigned char c : version) {
+    if (c < 0x20 || c >= 0x7F) return false;
+  }
+  return true;
+}
 
 class WebDavStore final : public Store {
  public:
@@ -70,6 +87,9 @@ class WebDavStore final : public Store {
     if (auto ok = require_conditional_writes("conditional remove", key); !ok) return ok;
     return erase("conditional remove", key, {Condition::match, version});
   }
+  Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override;
+  Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
+  Result<void> unlock(const Key& key, std::string_view token) override;
 
  private:
   // The final answer to a request after retries.
@@ -92,6 +112,26 @@ class WebDavStore final : public Store {
   Result<Capabilities> probe_locked();
   // Errc::unsupported unless conditional writes are declared (probing first).
   Result<void> require_conditional_writes(std::string_view op, const Key& key);
+  // Errc::unsupported unless native leases are declared (probing first).
+  Result<void> require_native_lease(std::string_view op, const Key& key);
+  // Whether LOCK on this server is a native lease; logs why not. Part of the
+  // probe (probe_mu_ held).
+  bool probe_native_lease();
+
+  // The raw lease requests on the resource `at` (already mapped: kLockFolder
+  // for the guard's leases, a scratch URL for the probe); messages name `key`.
+  // `status` and `server`, when given, receive the last reply's.
+  Result<std::string> send_lock(std::string_view op, const Key& key, const Key& at, Duration ttl,
+                                std::string_view owner, long* status = nullptr,
+                                std::string* server = nullptr);
+  // Makes `at` an (empty) document unless it exists: Apache's LOCK of an
+  // unmapped URL is not atomic (several concurrent LOCKs all win), its LOCK
+  // of an existing document is. Done once per resource and store.
+  Result<void> make_lock_resource(std::string_view op, const Key& key, const Key& at);
+  Result<void> send_refresh(std::string_view op, const Key& key, const Key& at,
+                            std::string_view token, Duration ttl);
+  Result<void> send_unlock(std::string_view op, const Key& key, const Key& at,
+                           std::string_view token);
   // Reads `key` back after a write that answered without an ETag.
   std::string learn_version(const Key& key, std::string_view written);
   // GET of `key`; nullopt when absent. Errors pass through.
@@ -169,6 +209,7 @@ class WebDavStore final : public Store {
   std::mutex folders_mu_;
   std::set<Key> folders_;  // folders known to exist ({} = the base)
   std::set<Key> missing_;  // folders a listing found missing: create before writing
+  std::set<Key> lock_resources_;  // lock URLs known to exist as documents (folders_mu_)
 
   std::mutex probe_mu_;
   std::optional<Capabilities> capabilities_;
@@ -177,6 +218,7 @@ class WebDavStore final : public Store {
   std::atomic<bool> if_none_match_honoured_{false};
 
   std::atomic<bool> skew_warned_{false};
+  std::atomic<bool> short_timeout_warned_{false};
 };
 
 }  // namespace instance::webdav

@@ -54,6 +54,9 @@ Result<void> WebDavStore::list_folder(const Key& folder, bool top, std::size_t d
       if (!entry.collection && top) out.push_back(folder);  // the prefix is a document
       continue;
     }
+    if (folder.empty() && entry.names.size() == 1 && entry.names[0] == kLockFolder) {
+      continue;  // the native leases' folder: locks, not documents
+    }
     if (entry.names.size() != folder_names.size() + 1 ||
         !std::equal(folder_names.begin(), folder_names.end(), entry.names.begin())) {
       return malformed(op, folder, "the reply names \"" + printable(join(entry.names)) +

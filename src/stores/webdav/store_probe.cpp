@@ -31,7 +31,8 @@ Result<Capabilities> WebDavStore::probe_locked() {
   if (capabilities_) return *capabilities_;
   if (!options_.probe_capabilities) {
     if_none_match_honoured_ = true;
-    capabilities_ = Capabilities{.versions = true, .conditional_writes = true};
+    capabilities_ = Capabilities{.versions = true, .conditional_writes = true,
+                                 .native_lease = true, .server_clock = true};
     return *capabilities_;
   }
   // A scratch document under a folder of its own, so listings of real
@@ -112,6 +113,8 @@ Result<Capabilities> WebDavStore::probe_locked() {
          "), whose mod_dav checks If-Match and If-None-Match without a lock, so two "
          "concurrent conditional writes can both succeed");
   }
+  caps.native_lease = probe_native_lease();
+  caps.server_clock = caps.native_lease;  // a lock's timeout runs on the server's clock
   if_none_match_honoured_ = inm;
   const bool if_match = caps.versions && wrong_refused && right_accepted && del_refused;
   caps.conditional_writes = if_match && inm && !not_atomic;
@@ -121,7 +124,8 @@ Result<Capabilities> WebDavStore::probe_locked() {
                           {"if_match", if_match ? "yes" : "no"},
                           {"atomic", not_atomic ? "no" : "yes"},
                           {"if_none_match", inm ? "yes" : "no"},
-                          {"conditional_writes", caps.conditional_writes ? "yes" : "no"}});
+                          {"conditional_writes", caps.conditional_writes ? "yes" : "no"},
+                          {"native_lease", caps.native_lease ? "yes" : "no"}});
   capabilities_ = caps;
   return caps;
 }

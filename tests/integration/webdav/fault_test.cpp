@@ -422,6 +422,12 @@ TEST_F(Faults, AtomicServerIsTrustedWithConditionalWrites) {
   EXPECT_EQ(s->replace_if(key("instances/a"), "three", v).error().code, Errc::conflict);
   EXPECT_EQ(s->remove_if(key("instances/a"), v).error().code, Errc::conflict);
   EXPECT_EQ(s->replace_if(key("instances/none"), "x", v).error().code, Errc::not_found);
+  // A version we never handed out never reaches a header.
+  const auto before = server.requests().size();
+  EXPECT_EQ(s->replace_if(key("instances/a"), "x", "\"v\"\r\nX-Injected: 1").error().code,
+            Errc::conflict);
+  EXPECT_EQ(s->remove_if(key("instances/a"), "").error().code, Errc::conflict);
+  EXPECT_EQ(server.requests().size(), before);
 }
 
 }  // namespace

@@ -57,8 +57,11 @@ TEST_P(RealServer, ProbeJudgesConditionalWritesAndLeavesNoDocument) {
   auto s = store();
   const auto caps = s->capabilities();
   EXPECT_TRUE(caps.versions);
-  EXPECT_FALSE(caps.native_lease);
-  const auto warnings = logger_->lines_at(LogLevel::warn);
+  EXPECT_FALSE(caps.native_lease);  // Apache: LOCK not atomic; lighttpd: locks never expire
+  std::vector<std::string> warnings;
+  for (const auto& line : logger_->lines_at(LogLevel::warn)) {
+    if (line.find("native leases") == std::string::npos) warnings.push_back(line);
+  }
   if (atomic_server()) {
     EXPECT_TRUE(caps.conditional_writes);
     EXPECT_TRUE(warnings.empty()) << warnings.front();

@@ -1,5 +1,6 @@
 // Store URLs, credentials, error mapping and HTTP dates (no server).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <map>
