@@ -106,7 +106,7 @@ struct WaitOptions {
   Duration timeout{0};
   // Poll interval, growing from min to max with jitter while waiting.
   Duration poll_min = std::chrono::milliseconds(100);
-  Duration poll_max = std::chrono::milliseconds(500);
+  Duration poll_max = std::chrono::milliseconds(250);
   // Told whom we wait for: at the start and whenever the holder changes.
   std::function<void(const ClaimError&)> on_wait;
 };

@@ -3,11 +3,11 @@
 // Threads: the main thread only waits (poll on a signalfd and an eventfd; its
 // only timeouts are the claim's self-fencing deadline and --kill-after); the
 // claim (or --wait) runs on a worker thread so a signal can cancel it through
-// its stop_token; renewals run on the guard's scheduler thread, which posts
-// the loss of the claim to the eventfd; a fence watcher thread reads the
-// claim's deadline, because Claim's accessors wait while a renewal's store
-// call is in flight and the main thread must act on time even when that call
-// hangs.
+// its stop_token; renewals run on the guard's scheduler threads, which post
+// the loss of the claim to the eventfd. The main thread also wakes at the
+// claim's self-fencing deadline (Claim's accessors never wait for a store
+// call), so the child is stopped on time even if the library's own check
+// were late.
 
 #include <unistd.h>
 
@@ -150,48 +150,6 @@ class LossReport {
   std::optional<std::string> why_;
 };
 
-// Reads Claim::fence_deadline() on its own thread every `period` and
-// publishes it, so the main thread always knows a recent deadline without
-// calling into the Claim: the accessors wait for the claim's lock, which a
-// renewal holds across its store call. When that call hangs, this thread
-// hangs with it and the main thread acts on the last deadline published,
-// which is never later than the real one.
-class FenceWatch {
- public:
-  FenceWatch(const Claim& claim, Duration period) : claim_(claim) {
-    publish(claim_.fence_deadline());
-    thread_ = std::jthread([this, period](std::stop_token stop) {
-      std::mutex mu;
-      std::condition_variable_any cv;
-      std::unique_lock lock(mu);
-      for (;;) {
-        cv.wait_for(lock, stop, period, [] { return false; });
-        if (stop.stop_requested()) return;
-        publish(claim_.fence_deadline());
-      }
-    });
-  }
-  FenceWatch(const FenceWatch&) = delete;
-  FenceWatch& operator=(const FenceWatch&) = delete;
-
-  // The deadline last read; nullopt once the claim is no longer held (or in
-  // announce mode, which has none).
-  std::optional<MonoTime> deadline() const {
-    const auto rep = deadline_.load();
-    if (rep == kNone) return std::nullopt;
-    return MonoTime(MonoTime::duration(rep));
-  }
-
- private:
-  static constexpr MonoTime::rep kNone = INT64_MIN;
-  void publish(std::optional<MonoTime> at) {
-    deadline_.store(at ? at->time_since_epoch().count() : kNone);
-  }
-  const Claim& claim_;
-  std::atomic<MonoTime::rep> deadline_{kNone};
-  std::jthread thread_;  // last: stops and joins first
-};
-
 // Milliseconds from `now` until `at`, rounded up, for poll().
 int poll_timeout(MonoTime at, MonoTime now) {
   if (at <= now) return 0;
@@ -211,7 +169,7 @@ struct Supervised {
 // said so is stuck in the store. A lost claim stops the child (SIGTERM to its
 // group, SIGKILL after --kill-after) unless --on-lost=ignore.
 Supervised supervise(Child& child, const SignalSetup& setup, SignalFd& signals,
-                     const Wakeup& events, const FenceWatch& fence, const LossReport& loss,
+                     const Wakeup& events, const Claim& claim, const LossReport& loss,
                      const LossPolicy& policy, Logger& log) {
   using steady = std::chrono::steady_clock;
   Supervised out;
@@ -229,7 +187,7 @@ Supervised supervise(Child& child, const SignalSetup& setup, SignalFd& signals,
       return out;
     }
     const MonoTime now = steady::now();
-    const std::optional<MonoTime> deadline = fence.deadline();
+    const std::optional<MonoTime> deadline = claim.fence_deadline();
     if (!out.lost) {
       if (auto why = loss.get()) {
         out.lost = *why;
@@ -263,27 +221,6 @@ Supervised supervise(Child& child, const SignalSetup& setup, SignalFd& signals,
     }
     if (wait_for_events(signals, events, timeout).wakeup) events.consume();
   }
-}
-
-// Stands down after a loss, but exits 75 without waiting for the store when
-// it does not answer within `limit` (a renewal may hang in it, holding the
-// claim): the record expires on its own and the child is already gone.
-int stand_down_after_loss(Claim& claim, Duration limit, Logger& log) {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread([&claim, &mu, &cv, &done] {
-    (void)claim.stand_down();
-    std::lock_guard lock(mu);
-    done = true;
-    cv.notify_all();
-  }).detach();
-  std::unique_lock lock(mu);
-  if (cv.wait_for(lock, limit, [&] { return done; })) return kExitTempFail;
-  log.warn("the store does not answer; exiting without standing down (the record expires on "
-           "its own)");
-  std::fflush(nullptr);
-  ::_exit(kExitTempFail);
 }
 
 }  // namespace
@@ -396,20 +333,20 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
   }
   log.debug("child started", {{"pid", std::to_string(child->pid())}, {"command", args.command.front()}});
 
-  Supervised result;
-  {
-    // Renewals come every ttl/3; reading twice as often keeps the published
-    // deadline at most one renewal behind.
-    const FenceWatch fence(*claim, guard->ttl() / 6);
-    result = supervise(*child, setup, signals, events, fence, loss, policy, log);
-    if (result.lost && policy.terminate) {
-      log.error("the claim was lost; the child was stopped",
-                {{"reason", *result.lost}, {"status", std::to_string(result.status)}});
-      // The watcher may be stuck behind a hanging renewal: never join it.
-      const int code = stand_down_after_loss(*claim, std::chrono::seconds(2), log);
-      std::fflush(nullptr);
-      ::_exit(code);
+  const Supervised result = supervise(*child, setup, signals, events, *claim, loss, policy, log);
+  if (result.lost && policy.terminate) {
+    log.error("the claim was lost; the child was stopped",
+              {{"reason", *result.lost}, {"status", std::to_string(result.status)}});
+    if (claim->status() == ClaimStatus::lost) {
+      (void)claim->stand_down();  // never waits for the store once lost
+    } else {
+      // Our own deadline passed a moment before the library's: a renewal may
+      // still hang in the store, and standing down would wait for it. The
+      // record expires on its own.
+      log.warn("exiting without standing down; the record expires on its own");
     }
+    std::fflush(nullptr);
+    ::_exit(kExitTempFail);  // no destructors: they would stand down and wait
   }
   const int status = result.status;
   log.info("child exited; standing down", {{"status", std::to_string(status)}});

@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace instance {
 
@@ -11,14 +12,20 @@ Scheduler::~Scheduler() = default;
 
 namespace {
 
-// One worker thread; it blocks on a condition variable until the earliest
-// task is due, so an idle scheduler never wakes up.
+// Worker threads that block on a condition variable until the earliest task
+// is due, so an idle scheduler never wakes up. Two workers, so one task stuck
+// in a slow store call (a renewal) cannot hold back another that must run on
+// time (the self-fencing check).
 class ThreadScheduler final : public Scheduler {
  public:
-  ThreadScheduler() : worker_([this](std::stop_token stop) { run(stop); }) {}
+  explicit ThreadScheduler(int workers) {
+    for (int i = 0; i < workers; ++i) {
+      workers_.emplace_back([this](std::stop_token stop) { run(stop); });
+    }
+  }
 
   ~ThreadScheduler() override {
-    worker_.request_stop();
+    for (auto& w : workers_) w.request_stop();
     {
       std::lock_guard lock(mu_);
       tasks_.clear();
@@ -77,11 +84,11 @@ class ThreadScheduler final : public Scheduler {
   std::condition_variable_any cv_;
   std::multimap<MonoTime, Task> tasks_;
   TaskId next_id_ = 1;
-  std::jthread worker_;  // last: started after, and joined before, the members it uses
+  std::vector<std::jthread> workers_;  // last: started after, joined before, what they use
 };
 
 }  // namespace
 
-std::shared_ptr<Scheduler> thread_scheduler() { return std::make_shared<ThreadScheduler>(); }
+std::shared_ptr<Scheduler> thread_scheduler() { return std::make_shared<ThreadScheduler>(2); }
 
 }  // namespace instance

@@ -37,7 +37,12 @@ Result<Mode> parse_mode(std::string_view text) {
 namespace detail {
 
 // A granted claim. Renewal and fence tasks hold a weak_ptr, so a claim that
-// is gone is never renewed. `mu` serialises renewals, loss and stand-down.
+// is gone is never renewed.
+//
+// Two locks: `io` serialises the protocol's store calls (renew, release,
+// cleanup after a loss); `mu` guards the state and is never held across a
+// store call. So the self-fencing check, status() and fence_deadline() never
+// wait for a renewal stuck in a slow store.
 struct ClaimState : std::enable_shared_from_this<ClaimState> {
   std::shared_ptr<Store> store;
   std::shared_ptr<GuardOptions> options;
@@ -48,10 +53,12 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   Mode mode = Mode::announce;       // never changes
   std::optional<std::uint64_t> epoch;  // never changes
 
+  std::mutex io;
   mutable std::mutex mu;
   Holding held;
   ClaimStatus status = ClaimStatus::held;
   std::optional<Error> loss;
+  bool record_withdrawn = false;  // after a loss: our record is gone (or we gave up)
   TaskId renewal = 0;
   TaskId fence = 0;
   MonoTime deadline{};  // self-fencing: lost when no renewal succeeds by then
@@ -91,22 +98,37 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   void check_fence() {
     std::unique_lock lock(mu);
     if (status != ClaimStatus::held) return;
-    if (options->clock->monotonic() < deadline) {  // renewed meanwhile
-      return;
-    }
+    if (options->clock->monotonic() < deadline) return;  // renewed meanwhile
     lose(lock, Error{Errc::lost, "no renewal succeeded for ttl - max-skew (" +
                                      format_duration(options->ttl - *options->max_skew) +
                                      "); another instance may take over now"});
+    // A renewal may be stuck holding `io`; it withdraws our record when it
+    // returns. Otherwise do it now.
+    std::unique_lock io_lock(io, std::try_to_lock);
+    if (io_lock.owns_lock()) withdraw_record();
   }
 
   void renew() {
-    std::unique_lock lock(mu);
-    if (status != ClaimStatus::held) return;
+    std::lock_guard io_lock(io);
+    Holding work;
+    {
+      std::lock_guard lock(mu);
+      if (status != ClaimStatus::held) return;
+      work = held;
+    }
     const MonoTime started = options->clock->monotonic();
-    const Context ctx = context();
-    const Renewal r = protocol->renew(ctx, held);
+    const Renewal r = protocol->renew(context(), work);
+
+    std::unique_lock lock(mu);
+    if (status == ClaimStatus::lost) {  // fenced while the store was busy
+      lock.unlock();
+      withdraw_record();
+      return;
+    }
+    if (status != ClaimStatus::held) return;  // stood down meanwhile
     switch (r.outcome) {
       case Renewal::renewed:
+        held = std::move(work);
         log().debug("renewed", {{"id", id}, {"expires_at", format_rfc3339(held.record.expires_at)}});
         if (protocol->detects_loss()) {
           if (options->clock->monotonic() >= deadline) {
@@ -114,6 +136,7 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
             // have judged us gone.
             lose(lock, Error{Errc::lost, "a renewal succeeded only after the self-fencing "
                                          "deadline had passed"});
+            withdraw_record();
             return;
           }
           arm_fence(deadline_after(started));
@@ -126,46 +149,75 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
         break;
       case Renewal::lost:
         lose(lock, r.error);
+        withdraw_record();
         return;
     }
     schedule_renewal();
   }
 
-  // Ends a held claim as lost: stops renewing, withdraws what it can, and
-  // tells the holder (outside the lock, so the handler may stand down).
+  // Ends a held claim as lost: stops renewing and tells the holder, outside
+  // the lock, so the handler may call back into the claim. Leaves `lock`
+  // unlocked.
   void lose(std::unique_lock<std::mutex>& lock, Error why) {
     status = ClaimStatus::lost;
     loss = why;
     options->scheduler->cancel(renewal);
     options->scheduler->cancel(fence);
     log().error("claim lost", {{"id", id}, {"reason", why.message}});
-    // Our record no longer speaks for a holder; remove it if the store lets us.
-    if (auto removed = store->remove(key); !removed && removed.error().code != Errc::not_found) {
-      log().warn("could not remove our record after the loss", {{"error", removed.error().message}});
-    }
     auto handler = options->on_lost;
     lock.unlock();
     if (handler) handler(why);
   }
 
+  // After a loss our record no longer speaks for a holder: remove it once, if
+  // the store lets us. Requires `io`.
+  void withdraw_record() {
+    {
+      std::lock_guard lock(mu);
+      if (record_withdrawn) return;
+      record_withdrawn = true;
+    }
+    if (auto removed = store->remove(key); !removed && removed.error().code != Errc::not_found) {
+      log().warn("could not remove our record after the loss", {{"error", removed.error().message}});
+    }
+  }
+
   Result<void> stand_down() {
-    std::lock_guard lock(mu);
-    if (status != ClaimStatus::held) {
-      status = status == ClaimStatus::lost ? ClaimStatus::lost : ClaimStatus::released;
+    if (status_is(ClaimStatus::lost)) {
+      // Never wait for a renewal stuck in the store: it withdraws our record
+      // itself when it returns.
+      std::unique_lock io_lock(io, std::try_to_lock);
+      if (io_lock.owns_lock()) withdraw_record();
       return {};
     }
-    status = ClaimStatus::released;
-    options->scheduler->cancel(renewal);
-    options->scheduler->cancel(fence);
-    const Context ctx = context();
-    if (auto released = protocol->release(ctx, held); !released) {
+    std::lock_guard io_lock(io);  // waits for a renewal in flight
+    Holding work;
+    ClaimStatus was;
+    {
+      std::lock_guard lock(mu);
+      was = status;
+      if (was == ClaimStatus::held) {
+        status = ClaimStatus::released;
+        options->scheduler->cancel(renewal);
+        options->scheduler->cancel(fence);
+        work = held;
+      }
+    }
+    if (was == ClaimStatus::lost) withdraw_record();  // once; later calls do nothing
+    if (was != ClaimStatus::held) return {};
+    if (auto released = protocol->release(context(), work); !released) {
       log().warn("stand-down could not release the claim; it expires on its own",
                  {{"id", id}, {"error", released.error().message},
-                  {"expires_at", format_rfc3339(held.record.expires_at)}});
+                  {"expires_at", format_rfc3339(work.record.expires_at)}});
       return released;
     }
     log().info("stood down", {{"id", id}});
     return {};
+  }
+
+  bool status_is(ClaimStatus s) const {
+    std::lock_guard lock(mu);
+    return status == s;
   }
 };
 
@@ -345,9 +397,9 @@ std::expected<Claim, ClaimError> Guard::claim_waiting(const WaitOptions& wait,
     told = who;
     const Duration waited = clock.monotonic() - start;
     if (wait.timeout > Duration{0} && waited >= wait.timeout) return claimed;
-    // Back off with jitter, so waiters spread out, but never past max.
+    // Back off with jitter (3/4 to 5/4 of the interval), so waiters spread out.
     std::uniform_int_distribution<Duration::rep> jitter(0, poll.count() / 2);
-    Duration nap = poll / 2 + Duration{jitter(rng)} + poll / 4;
+    Duration nap = poll * 3 / 4 + Duration{jitter(rng)};
     if (wait.timeout > Duration{0}) nap = std::min(nap, wait.timeout - waited);
     if (!clock.sleep_for(nap, stop)) {
       return std::unexpected(detail::failure(Errc::cancelled, "wait cancelled"));

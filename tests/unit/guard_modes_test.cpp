@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <thread>
+
 #include "instance/guard.hpp"
 #include "instance/stores/memory.hpp"
 #include "instance/testing.hpp"
@@ -423,6 +427,68 @@ TEST_F(NativeLeaseTest, ARefusedRefreshIsALoss) {
   EXPECT_EQ(lost, 1);
   EXPECT_EQ(a.status(), ClaimStatus::lost);
   EXPECT_TRUE(b.active());
+}
+
+}  // namespace
+}  // namespace instance
+
+namespace instance {
+namespace {
+
+// A store whose conditional replace can be made to hang until released.
+class StallingStore final : public StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  void stall() { stalled_ = true; }
+  void wait_until_stuck() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return stuck_; });
+  }
+  void release() {
+    std::lock_guard lock(mu_);
+    stalled_ = false;
+    cv_.notify_all();
+  }
+  Result<std::string> replace_if(const Key& k, std::string_view d, std::string_view v) override {
+    std::unique_lock lock(mu_);
+    if (stalled_) {
+      stuck_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return !stalled_; });
+      return fail(Errc::timeout, "stalled request gave up");
+    }
+    lock.unlock();
+    return StoreWrapper::replace_if(k, d, v);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stalled_ = false;
+  bool stuck_ = false;
+};
+
+TEST_F(ModesTest, TheFenceFiresWhileARenewalIsStuckInTheStore) {
+  auto stalling = std::make_shared<StallingStore>(memory);
+  std::atomic<int> lost{0};
+  auto opts = options("a", Mode::exclusive);
+  opts.on_lost = [&](const Error&) { ++lost; };
+  auto a = Guard::create(stalling, opts).value().claim().value();
+  stalling->stall();
+  clock->advance(10s);
+  std::thread renewer([&] { scheduler->run_due(); });  // the renewal hangs in the store
+  stalling->wait_until_stuck();
+  clock->advance(18s);  // 28 s: ttl - max_skew since the claim
+  scheduler->run_due();  // the fence check runs beside the stuck renewal
+  EXPECT_EQ(lost.load(), 1);
+  EXPECT_EQ(a.status(), ClaimStatus::lost);  // answers at once, no wait on the store
+  EXPECT_FALSE(a.fence_deadline().has_value());
+  EXPECT_TRUE(exists("instances/a")) << "the stuck renewal still owns the store calls";
+  stalling->release();
+  renewer.join();
+  EXPECT_FALSE(exists("instances/a")) << "withdrawn once the renewal returned";
+  EXPECT_EQ(lost.load(), 1);
+  EXPECT_TRUE(a.stand_down());
 }
 
 }  // namespace
