@@ -1,0 +1,64 @@
+# The chaos test (sourced by chaos_*_test.sh after lib.sh): three
+# `instance-guard run --wait` loops on one store, and a killer that SIGKILLs
+# a random loop's guard at random moments; each loop restarts its guard.
+# Every child takes an exclusive flock on one file for its whole life and
+# logs OVERLAP when it cannot: the kernel drops that lock only when the child
+# really died, so two children running at once is seen whatever the timing.
+# chaos_run STORE_URL MODE CYCLES [EXTRA FLAGS...]: fails on any overlap, on
+# fewer than CYCLES child starts, and on an unreadable record left behind.
+
+chaos_child='
+exec 9>>"$CHAOS_DIR/critical"
+flock -n 9 || echo "OVERLAP $(date +%s%N) $INSTANCE_GUARD_ID" >>"$CHAOS_DIR/log"
+echo "start $(date +%s%N) $INSTANCE_GUARD_ID $INSTANCE_GUARD_EPOCH" >>"$CHAOS_DIR/log"
+sleep "0.0$((RANDOM % 6 + 2))" 9>&-
+echo "stop $(date +%s%N) $INSTANCE_GUARD_ID" >>"$CHAOS_DIR/log"
+'
+
+chaos_loop() {  # chaos_loop N URL MODE FLAGS...: restarts its guard until told to stop
+  local n=$1 url=$2 mode=$3
+  shift 3
+  while [[ ! -e $CHAOS_DIR/stop ]]; do
+    "$BIN" run --store "$url" --mode "$mode" --ttl 3s --id "chaos-$n" --wait "$@" \
+      -- bash -c "$chaos_child" >>"$CHAOS_DIR/guard-$n.out" 2>>"$CHAOS_DIR/guard-$n.err" &
+    echo $! >"$CHAOS_DIR/loop-$n.pid"
+    wait $! || true
+  done
+}
+
+chaos_run() {
+  local url=$1 mode=$2 cycles=$3
+  shift 3
+  CHAOS_DIR=$WORK/chaos-$mode
+  export CHAOS_DIR
+  mkdir -p "$CHAOS_DIR"
+  : >"$CHAOS_DIR/log"
+  local loops=() n
+  for n in 1 2 3; do
+    chaos_loop "$n" "$url" "$mode" "$@" &
+    loops+=($!)
+    BG_PIDS+=($!)
+  done
+  local kills=0 deadline=$(($(now_ms) + 240000))
+  while (($(grep -c '^start' "$CHAOS_DIR/log") < cycles)); do
+    (($(now_ms) < deadline)) || fail "$mode: only $(grep -c '^start' "$CHAOS_DIR/log") cycles in 240 s"
+    sleep "0.$((RANDOM % 3))$((RANDOM % 10))"
+    n=$((RANDOM % 3 + 1))
+    if [[ -s $CHAOS_DIR/loop-$n.pid ]] && kill -KILL "$(cat "$CHAOS_DIR/loop-$n.pid")" 2>/dev/null; then
+      kills=$((kills + 1))
+    fi
+  done
+  touch "$CHAOS_DIR/stop"
+  for n in 1 2 3; do kill -TERM "$(cat "$CHAOS_DIR/loop-$n.pid")" 2>/dev/null || true; done
+  for n in "${loops[@]}"; do wait "$n" 2>/dev/null || true; done
+  local starts overlaps
+  starts=$(grep -c '^start' "$CHAOS_DIR/log")
+  overlaps=$(grep -c '^OVERLAP' "$CHAOS_DIR/log" || true)
+  ((overlaps == 0)) || { grep -B2 -A2 OVERLAP "$CHAOS_DIR/log" | head -20 >&2; fail "$mode: $overlaps overlaps in $starts cycles"; }
+  # Nothing left unreadable: every record status lists must decode.
+  "$BIN" status --store "$url" --json >"$CHAOS_DIR/status.json" 2>"$CHAOS_DIR/status.err" ||
+    { cat "$CHAOS_DIR/status.err" >&2; fail "$mode: status failed after the chaos"; }
+  jq -e 'all(.[]; .readable)' "$CHAOS_DIR/status.json" >/dev/null ||
+    fail "$mode: an unreadable record was left: $(cat "$CHAOS_DIR/status.json")"
+  ok "$mode: $starts cycles, $kills guards SIGKILLed, 0 overlaps, every record readable"
+}
