@@ -26,6 +26,7 @@
 // stand_down() may race with its renewals and with itself.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -70,6 +71,10 @@ struct GuardOptions {
   // verify: the longest time the store may take before an acknowledged write
   // shows in every later read and listing (0 for a local directory).
   Duration settle{0};
+  // verify: before the first claim, write a probe, time until it shows in a
+  // listing and a read, and refuse (Errc::invalid) when that lag exceeds
+  // `settle`: the protocol's proof needs it.
+  bool check_lag = true;
   // How far other hosts' clocks may be off. Their records count as live for
   // this long past their expiry; our renewals and self-fencing keep it as a
   // margin. Must be less than ttl / 2. Not applied in announce mode. Unset:
@@ -181,6 +186,7 @@ class INSTANCE_EXPORT Guard {
   std::shared_ptr<Store> store_;
   std::shared_ptr<GuardOptions> options_;  // shared with the claims it grants
   Key key_;
+  std::shared_ptr<std::atomic<bool>> lag_checked_;  // verify's self-test passed once
 };
 
 }  // namespace instance

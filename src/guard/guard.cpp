@@ -295,7 +295,8 @@ std::unique_ptr<detail::Protocol> make_protocol(Mode mode) {
 Guard::Guard(std::shared_ptr<Store> store, GuardOptions options)
     : store_(std::move(store)),
       options_(std::make_shared<GuardOptions>(std::move(options))),
-      key_(*record_key(options_->id)) {}
+      key_(*record_key(options_->id)),
+      lag_checked_(std::make_shared<std::atomic<bool>>(false)) {}
 
 Result<Guard> Guard::create(std::shared_ptr<Store> store, GuardOptions options) {
   if (store == nullptr) return fail(Errc::invalid, "the guard needs a store; got none");
@@ -360,6 +361,12 @@ std::expected<Claim, ClaimError> Guard::claim(std::stop_token stop) {
                                      *options_->pid};
   state->id = options_->id;
   state->mode = *mode;
+
+  if (*mode == Mode::verify && options_->check_lag && !lag_checked_->load()) {
+    auto lag = detail::check_visibility_lag(state->context(), stop);
+    if (!lag) return std::unexpected(ClaimError{lag.error(), std::nullopt});
+    lag_checked_->store(true);
+  }
 
   const MonoTime since = options_->clock->monotonic();
   auto held = state->protocol->acquire(state->context(), stop);

@@ -62,6 +62,12 @@ class Protocol {
 
 std::unique_ptr<Protocol> make_announce_protocol();
 std::unique_ptr<Protocol> make_verify_protocol();
+
+// verify's self-test: writes a probe beside instances/, then polls a listing
+// and a read until it shows; returns the lag after the write's acknowledgment,
+// or Errc::invalid when it exceeds ctx.options.settle (with a message saying
+// what to set). Removes the probe.
+Result<Duration> check_visibility_lag(const Context& ctx, std::stop_token stop);
 std::unique_ptr<Protocol> make_exclusive_protocol();
 
 // ---- Shared by the protocols (records.cpp) --------------------------------

@@ -18,6 +18,8 @@
 // their step-2 writes are acknowledged. A's second scan starts at
 // sA >= wA + settle; if it misses B's record then sA < wB + settle, so
 // wA < wB. If B's also misses A's, wB < wA. Both cannot hold.
+#include <algorithm>
+
 #include "instance/time.hpp"
 #include "protocol.hpp"
 
@@ -116,5 +118,50 @@ class Verify final : public Protocol {
 }  // namespace
 
 std::unique_ptr<Protocol> make_verify_protocol() { return std::make_unique<Verify>(); }
+
+Result<Duration> check_visibility_lag(const Context& ctx, std::stop_token stop) {
+  static const Key folder = *Key::parse("instances.probe");
+  const Key probe = *folder.child(ctx.options.id);
+  const std::string token = "probe " + ctx.options.id + " " + format_rfc3339(ctx.clock.wall());
+  if (auto written = ctx.store.replace(probe, token); !written) {
+    return fail(written.error().code, "visibility self-test: " + written.error().message);
+  }
+  const MonoTime acked = ctx.clock.monotonic();
+  // Past this we stop waiting: the lag is already too long to be useful.
+  const Duration limit = std::max(ctx.options.settle * 4, Duration{std::chrono::seconds(1)});
+  const Duration step = std::max(ctx.options.settle / 4, Duration{std::chrono::milliseconds(5)});
+  // The lag is 0 when the first look sees the probe (whatever our own delay
+  // before looking), else the time from the write's acknowledgment to the
+  // start of the first look that saw it.
+  std::optional<Duration> lag;
+  for (bool first = true; !lag && !stop.stop_requested(); first = false) {
+    const Duration since = first ? Duration{0} : ctx.clock.monotonic() - acked;
+    auto listed = ctx.store.list(folder);
+    auto read = ctx.store.get(probe);
+    const bool listed_ok = listed && std::ranges::find(*listed, probe) != listed->end();
+    if (listed_ok && read && read->data == token) {
+      lag = since;
+    } else if (since > limit) {
+      break;
+    } else {
+      ctx.clock.sleep_for(step, stop);
+    }
+  }
+  if (auto removed = ctx.store.remove(probe); !removed && removed.error().code != Errc::not_found) {
+    ctx.log.warn("could not remove the visibility probe", {{"key", probe.str()},
+                                                          {"error", removed.error().message}});
+  }
+  if (stop.stop_requested()) return fail(Errc::cancelled, "claim cancelled");
+  if (!lag || *lag > ctx.options.settle) {
+    const std::string seen = lag ? format_duration(*lag) : "more than " + format_duration(limit);
+    return fail(Errc::invalid,
+                "verify mode needs every acknowledged write visible within the settle time, but " +
+                    ctx.store.describe() + " showed one only after " + seen + " (settle " +
+                    format_duration(ctx.options.settle) + "); raise --settle above the lag, or "
+                    "use a store with conditional writes");
+  }
+  ctx.log.debug("visibility self-test passed", {{"lag", format_duration(*lag)}});
+  return *lag;
+}
 
 }  // namespace instance::detail

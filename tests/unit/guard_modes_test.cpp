@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <algorithm>
+#include <map>
 #include <thread>
 
 #include "instance/guard.hpp"
@@ -489,6 +491,76 @@ TEST_F(ModesTest, TheFenceFiresWhileARenewalIsStuckInTheStore) {
   EXPECT_FALSE(exists("instances/a")) << "withdrawn once the renewal returned";
   EXPECT_EQ(lost.load(), 1);
   EXPECT_TRUE(a.stand_down());
+}
+
+}  // namespace
+}  // namespace instance
+
+namespace instance {
+namespace {
+
+// Writes show up in listings and reads only `lag` after they were acknowledged.
+class LaggyStore final : public StoreWrapper {
+ public:
+  LaggyStore(std::shared_ptr<Store> target, std::shared_ptr<FakeClock> clock, Duration lag)
+      : StoreWrapper(std::move(target)), clock_(std::move(clock)), lag_(lag) {}
+  Result<std::string> replace(const Key& k, std::string_view d) override {
+    written_[k.str()] = clock_->monotonic();
+    return StoreWrapper::replace(k, d);
+  }
+  Result<Document> get(const Key& k) override {
+    if (hidden(k)) return fail(Errc::not_found, "not visible yet");
+    return StoreWrapper::get(k);
+  }
+  Result<std::vector<Key>> list(const Key& prefix) override {
+    auto keys = StoreWrapper::list(prefix);
+    if (keys) std::erase_if(*keys, [&](const Key& k) { return hidden(k); });
+    return keys;
+  }
+  int probes() const {
+    return static_cast<int>(std::ranges::count_if(
+        written_, [](const auto& w) { return w.first.starts_with("instances.probe/"); }));
+  }
+
+ private:
+  bool hidden(const Key& k) {
+    const auto it = written_.find(k.str());
+    return it != written_.end() && clock_->monotonic() < it->second + lag_;
+  }
+  std::shared_ptr<FakeClock> clock_;
+  Duration lag_;
+  std::map<std::string, MonoTime> written_;
+};
+
+TEST_F(ModesTest, VerifyRefusesAStoreThatShowsWritesLaterThanTheSettleTime) {
+  auto laggy = std::make_shared<LaggyStore>(std::make_shared<PlainStore>(memory), clock, 100ms);
+  auto c = guard("a", Mode::verify, laggy).claim();
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().error.code, Errc::invalid);
+  EXPECT_NE(c.error().error.message.find("raise --settle"), std::string::npos)
+      << c.error().error.message;
+  EXPECT_FALSE(exists("instances/a"));
+  EXPECT_FALSE(exists("instances.probe/a")) << "the probe is cleaned up";
+}
+
+TEST_F(ModesTest, VerifyAcceptsALagWithinTheSettleTimeAndChecksOnce) {
+  auto laggy = std::make_shared<LaggyStore>(std::make_shared<PlainStore>(memory), clock, 100ms);
+  auto opts = options("a", Mode::verify);
+  opts.settle = 200ms;
+  auto g = Guard::create(laggy, opts).value();
+  auto c = g.claim();
+  ASSERT_TRUE(c.has_value()) << c.error().error.message;
+  ASSERT_TRUE(c->stand_down());
+  ASSERT_TRUE(g.claim().has_value());
+  EXPECT_EQ(laggy->probes(), 1);
+}
+
+TEST_F(ModesTest, TheLagSelfTestCanBeTurnedOff) {
+  auto laggy = std::make_shared<LaggyStore>(std::make_shared<PlainStore>(memory), clock, 100ms);
+  auto opts = options("a", Mode::verify);
+  opts.check_lag = false;
+  EXPECT_TRUE(Guard::create(laggy, opts).value().claim().has_value());
+  EXPECT_EQ(laggy->probes(), 0);
 }
 
 }  // namespace
