@@ -96,6 +96,12 @@ struct ScanRules {
   bool reap = true;
   // Skew margin for liveness (0 in announce mode).
   Duration margin{0};
+  // Where a delete cannot be conditional (plain stores), delete a record only
+  // once it has been dead this much longer: a live holder renews every
+  // ttl / 3 and fences itself by ttl, so a record that old belongs to nobody,
+  // even if we pause between reading and deleting it. 0 in announce mode
+  // (the original deletes at once).
+  Duration unconditional_reap_after{0};
   // Whether a live record blocks us; all live records when empty.
   std::function<bool(const Record&)> blocks;
 };
