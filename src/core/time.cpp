@@ -7,6 +7,8 @@
 namespace instance {
 namespace {
 
+__extension__ using Wide = __int128;  // GCC and clang; ISO C++ has no 128-bit integer
+
 using std::chrono::days;
 using std::chrono::nanoseconds;
 
@@ -29,9 +31,18 @@ bool digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
 }  // namespace
 
 std::string format_rfc3339(WallTime t) {
-  const auto day = std::chrono::floor<days>(t);
-  const std::chrono::year_month_day ymd{day};
-  const std::chrono::hh_mm_ss hms{std::chrono::floor<nanoseconds>(t - day)};
+  // Day and time of day by integer division, which cannot overflow (chrono's
+  // floor<days> does, on the first representable day, 1677-09-21).
+  constexpr std::int64_t kDay = 86'400'000'000'000;
+  const std::int64_t ns = t.time_since_epoch().count();
+  std::int64_t day_count = ns / kDay;
+  std::int64_t tod = ns % kDay;
+  if (tod < 0) {
+    tod += kDay;
+    --day_count;
+  }
+  const std::chrono::year_month_day ymd{std::chrono::sys_days{days{day_count}}};
+  const std::chrono::hh_mm_ss hms{nanoseconds{tod}};
   char buf[64];
   int n = std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d", int(ymd.year()),
                         unsigned(ymd.month()), unsigned(ymd.day()), int(hms.hours().count()),
@@ -97,10 +108,16 @@ Result<WallTime> parse_rfc3339(std::string_view s) {
   }
   if (pos != s.size()) return bad_time(s, "trailing characters");
 
-  WallTime t = std::chrono::sys_days{ymd} + std::chrono::hours{hour} +
-               std::chrono::minutes{minute} + std::chrono::seconds{second} +
-               nanoseconds{frac_ns};
-  return t - offset;
+  // WallTime counts nanoseconds in 64 bits (1677-09-21 to 2262-04-11): check
+  // the range in 128 bits before converting, never overflow.
+  const Wide seconds = Wide{std::chrono::sys_days{ymd}.time_since_epoch().count()} * 86400 +
+                           hour * 3600 + minute * 60 + second -
+                           std::chrono::seconds{offset}.count();
+  const Wide ns = seconds * 1'000'000'000 + frac_ns;
+  if (ns < std::numeric_limits<std::int64_t>::min() || ns > std::numeric_limits<std::int64_t>::max()) {
+    return bad_time(s, "outside the representable range 1677-09-21 to 2262-04-11");
+  }
+  return WallTime{Duration{static_cast<std::int64_t>(ns)}};
 }
 
 Result<Duration> parse_duration(std::string_view text) {

@@ -22,7 +22,8 @@ class Announce final : public Protocol {
   bool detects_loss() const noexcept override { return false; }
 
   std::expected<Holding, ClaimError> acquire(const Context& ctx, std::stop_token stop) override {
-    if (auto clear = scan_others(ctx, stop, {.reap = true, .margin = Duration{0}}); !clear) {
+    const ScanRules rules{.reap = true, .margin = Duration{0}, .blind_reap = true};
+    if (auto clear = scan_others(ctx, stop, rules); !clear) {
       return std::unexpected(std::move(clear.error()));
     }
     if (stop.stop_requested()) return std::unexpected(failure(Errc::cancelled, "claim cancelled"));

@@ -238,7 +238,6 @@ class Exclusive final : public Protocol {
     }
     // An original guard's live record still keeps us out.
     const ScanRules rules{.reap = true, .margin = *ctx.options.max_skew,
-                          .unconditional_reap_after = ctx.options.ttl,
                           .blocks = [&](const Record& r) { return r.id != previous; }};
     if (auto clear = scan_others(ctx, stop, rules); !clear) return give_up(clear.error());
 
@@ -286,7 +285,6 @@ class Exclusive final : public Protocol {
     // us out (and stale records are cleaned up on the way).
     const std::string previous = current ? current->holder : "";
     const ScanRules rules{.reap = true, .margin = *ctx.options.max_skew,
-                          .unconditional_reap_after = ctx.options.ttl,
                           .blocks = [&](const Record& r) { return r.id != previous; }};
     if (auto clear = scan_others(ctx, stop, rules); !clear) {
       return std::unexpected(std::move(clear.error()));

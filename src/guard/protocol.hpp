@@ -96,12 +96,13 @@ struct ScanRules {
   bool reap = true;
   // Skew margin for liveness (0 in announce mode).
   Duration margin{0};
-  // Where a delete cannot be conditional (plain stores), delete a record only
-  // once it has been dead this much longer: a live holder renews every
-  // ttl / 3 and fences itself by ttl, so a record that old belongs to nobody,
-  // even if we pause between reading and deleting it. 0 in announce mode
-  // (the original deletes at once).
-  Duration unconditional_reap_after{0};
+  // Where a delete cannot be conditional (plain stores), whether to delete a
+  // dead record anyway. Only announce does (the original's behaviour): the
+  // record may have been rewritten between our read and our delete by its
+  // owner restarting under the same id, and a blind delete would remove a
+  // live holder's record (spin finds this: models/README.md). Elsewhere a
+  // dead record on such a store is skipped and left for `release`.
+  bool blind_reap = false;
   // Whether a live record blocks us; all live records when empty.
   std::function<bool(const Record&)> blocks;
 };

@@ -42,10 +42,7 @@ std::expected<std::optional<Record>, ClaimError> examine(const Context& ctx, con
   // Not live: delete it, where the store can only if it is still the bytes we
   // judged, so a record rewritten meanwhile by a restarted instance stays.
   const bool conditional = ctx.store.capabilities().conditional_writes && !doc->version.empty();
-  if (!conditional &&
-      ctx.clock.wall() < record->expires_at + rules.margin + rules.unconditional_reap_after) {
-    return std::nullopt;  // dead, but not for long enough to delete blind
-  }
+  if (!conditional && !rules.blind_reap) return std::nullopt;  // dead: skipped, not deleted
   auto removed = conditional ? ctx.store.remove_if(key, doc->version) : ctx.store.remove(key);
   if (removed) {
     ctx.log.info("removed a stale record", {{"key", key.str()},

@@ -37,8 +37,7 @@ class Verify final : public Protocol {
   }
 
   std::expected<Holding, ClaimError> acquire(const Context& ctx, std::stop_token stop) override {
-    const ScanRules first{.reap = true, .margin = *ctx.options.max_skew,
-                          .unconditional_reap_after = ctx.options.ttl};
+    const ScanRules first{.reap = true, .margin = *ctx.options.max_skew};
     if (auto clear = scan_others(ctx, stop, first); !clear) {
       return std::unexpected(std::move(clear.error()));
     }

@@ -1,6 +1,8 @@
 // URL -> store: parses the URL into the store's options and builds it.
 #include "instance/open_store.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include "instance/stores/directory.hpp"
@@ -49,7 +51,9 @@ Result<std::string> decode_path(std::string_view path) {
 
 Result<std::shared_ptr<Store>> open_directory(std::string_view url) {
   std::string path;
-  if (url.starts_with("file://")) {
+  if (url.size() >= 7 && std::equal(url.begin(), url.begin() + 7, "file://", [](char a, char b) {
+        return std::tolower(static_cast<unsigned char>(a)) == b;
+      })) {
     auto rest = url.substr(7);
     if (!rest.starts_with('/')) {
       if (rest.starts_with("localhost/")) {
@@ -78,7 +82,8 @@ Result<std::shared_ptr<Store>> open_directory(std::string_view url) {
 }  // namespace
 
 Result<std::shared_ptr<Store>> open_store(std::string_view url, const OpenOptions& options) {
-  const std::string_view scheme = scheme_of(url);
+  std::string scheme(scheme_of(url));  // schemes are case-insensitive (RFC 3986)
+  std::ranges::transform(scheme, scheme.begin(), [](unsigned char c) { return std::tolower(c); });
   if (scheme.empty() || scheme == "file") return open_directory(url);
   if (scheme == "memory") return make_memory_store();
 #ifdef INSTANCE_HAVE_WEBDAV

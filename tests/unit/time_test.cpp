@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
+
 namespace instance {
 namespace {
 
@@ -34,6 +37,20 @@ TEST(Rfc3339, ParsesOffsetsAndFractionLengths) {
   EXPECT_EQ(parse_rfc3339("2016-12-31T23:59:60Z").value(), at(2017, 1, 1, 0, 0, 0));
 }
 
+TEST(Rfc3339, ParsesTheEdgesOfTheRepresentableRangeAndNothingBeyond) {
+  EXPECT_EQ(parse_rfc3339("1677-09-21T00:12:43.145224192Z").value().time_since_epoch().count(),
+            std::numeric_limits<std::int64_t>::min());
+  EXPECT_EQ(parse_rfc3339("2262-04-11T23:47:16.854775807Z").value().time_since_epoch().count(),
+            std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(format_rfc3339(WallTime{Duration{std::numeric_limits<std::int64_t>::min()}}),
+            "1677-09-21T00:12:43.145224192Z");
+  EXPECT_EQ(format_rfc3339(WallTime{Duration{std::numeric_limits<std::int64_t>::max()}}),
+            "2262-04-11T23:47:16.854775807Z");
+  EXPECT_FALSE(parse_rfc3339("1677-09-21T00:12:43.145224191Z").has_value());
+  EXPECT_FALSE(parse_rfc3339("2262-04-11T23:47:16.854775808Z").has_value());
+  EXPECT_FALSE(parse_rfc3339("2262-04-12T01:00:00+01:00").has_value());
+}
+
 TEST(Rfc3339, RoundTrips) {
   for (auto t : {at(1970, 1, 1, 0, 0, 0), at(2026, 2, 28, 23, 59, 59, 999999999ns),
                  at(2400, 12, 31, 1, 2, 3, 4ns)}) {
@@ -46,7 +63,8 @@ TEST(Rfc3339, RefusesWhatIsNotRfc3339) {
        {"", "2026-03-01", "2026-03-01T12:00:00", "2026-03-01 12:00:00Z", "2026-02-30T00:00:00Z",
         "2026-13-01T00:00:00Z", "2026-03-01T24:00:00Z", "2026-03-01T12:60:00Z",
         "2026-03-01T12:00:00.Z", "2026-03-01T12:00:00.1234567890Z", "2026-03-01T12:00:00+0200",
-        "2026-03-01T12:00:00Zjunk", "26-03-01T12:00:00Z", "2026-03-01T12:00:00+24:00"}) {
+        "2026-03-01T12:00:00Zjunk", "26-03-01T12:00:00Z", "2026-03-01T12:00:00+24:00",
+        "9999-12-31T23:59:59Z", "1013-11-29T11:47:21Z", "0000-01-01T00:00:00Z"}) {
     auto t = parse_rfc3339(bad);
     EXPECT_FALSE(t.has_value()) << bad;
     if (!t) {
