@@ -811,6 +811,50 @@ TEST_F(DirectoryStoreTest, LockExcludesOtherProcessesAndDiesWithItsHolder) {
   EXPECT_TRUE(store().refresh_lock(k, *taken, kTtl));
 }
 
+TEST_F(DirectoryStoreTest, AProgramTheHolderStartedKeepsTheLockAfterTheHolderDies) {
+  // The holder locks, starts a program (as instance-guard starts its child),
+  // and dies outright. Until that program is gone too, nobody else may lock.
+  const auto k = key("instances.lock");
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  std::fflush(nullptr);
+  const pid_t holder = ::fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {
+    ::close(report[0]);
+    auto own = make_directory_store({.root = root()});
+    if (!own || !(*own)->lock(k, kTtl, "holder")) ::_exit(kChildSetupFailed);
+    const pid_t program = ::fork();
+    if (program == 0) {
+      ::execl("/bin/sleep", "sleep", "60", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    [[maybe_unused]] auto n = ::write(report[1], &program, sizeof program);
+    ::_exit(0);  // dies without unlocking; its store is never destroyed
+  }
+  ::close(report[1]);
+  pid_t program = 0;
+  ASSERT_EQ(::read(report[0], &program, sizeof program), static_cast<ssize_t>(sizeof program));
+  ::close(report[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(holder, &status, 0), holder);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+  auto refused = store().lock(k, kTtl, "next");
+  ASSERT_FALSE(refused) << "the holder's program still runs";
+  EXPECT_EQ(refused.error().code, Errc::locked);
+
+  ASSERT_EQ(::kill(program, SIGKILL), 0);
+  // The kernel releases the lock as the killed program exits; poll (bounded)
+  // for that moment rather than guessing it.
+  auto taken = store().lock(k, kTtl, "next");
+  for (int i = 0; i < 5000 && !taken; ++i) {
+    ::usleep(1000);
+    taken = store().lock(k, kTtl, "next");
+  }
+  EXPECT_TRUE(taken) << taken.error().message;
+}
+
 TEST_F(DirectoryStoreTest, ClosingTheStoreReleasesItsLocks) {
   const auto k = key("instances.lock");
   auto first = make_directory_store({.root = root()}).value();

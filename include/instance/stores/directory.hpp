@@ -13,15 +13,17 @@
 // F_OFD_SETLK, exclusive, whole file) on `<root>/locks~/<key's escaped
 // segments joined by '~'>`, a name no key can produce, so a lease never shows
 // in list() and get() of its key is not_found. The store keeps the locked
-// descriptor open (close-on-exec) until unlock(); the kernel releases the
-// lock when the holding process dies, so a crashed holder on this host is
-// replaced at once. The ttl is ignored: an OFD lock does not expire, it lives
+// descriptor open until unlock(), and NOT close-on-exec: programs the holder
+// starts inherit it, so the lock lasts until the holder and everything it
+// started are gone (a guard killed outright cannot free the lock while its
+// child still runs). The kernel releases the lock when the last of them
+// dies, so a crashed holder on this host is replaced at once. The ttl is ignored: an OFD lock does not expire, it lives
 // exactly as long as its holder (refresh_lock only checks that the lock file
 // is still the one locked). Two store objects, threads or processes exclude
 // each other; a lock is not re-entrant (a second lock() of a held key is
 // Errc::locked even from the same store). Tokens ("ofd:<n>") are only
-// meaningful to the store object that issued them. A child forked without
-// exec shares the held lock until it exits or the lock is unlocked. OFD
+// meaningful to the store object that issued them. A child forked (with or
+// without exec) shares the held lock until it exits or the lock is unlocked. OFD
 // locks need Linux 3.15+ and a local file system (on NFS they become NFS
 // locks and depend on the server's lock manager).
 #pragma once

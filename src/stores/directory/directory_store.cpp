@@ -576,6 +576,14 @@ class DirectoryStore final : public Store {
       if (err == ENOLCK) return ctx.fail(Errc::unavailable, "cannot lock " + rel + ": no locks left");
       return ctx.fail_errno(err, "cannot lock " + rel);
     }
+    // Children exec'd from now on inherit the descriptor, so the lock lasts
+    // until they are gone too: a guard killed outright must not free the
+    // lock while the work it started still runs (the kernel releases an OFD
+    // lock on the last close of its open file description, and kills a
+    // PR_SET_PDEATHSIG child only after the parent's files are closed).
+    if (::fcntl(fd.get(), F_SETFD, 0) != 0) {
+      return ctx.fail_errno(errno, "cannot let children inherit the lock on " + rel);
+    }
     // For diagnostics only ("held by ..."); a failure here changes nothing.
     if (::ftruncate(fd.get(), 0) == 0) {
       [[maybe_unused]] auto written = write_all(fd.get(), std::string(owner) + "\n");
