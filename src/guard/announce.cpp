@@ -36,22 +36,11 @@ class Announce final : public Protocol {
   }
 
   Renewal renew(const Context& ctx, Holding& held) override {
-    Record next = held.record;
-    const WallTime now = ctx.clock.wall();
-    next.renewed_at = now;
-    next.expires_at = now + ctx.options.ttl;
-    if (auto written = ctx.store.replace(ctx.record_key, encode_record(next)); !written) {
-      return {Renewal::failed, written.error()};
-    }
-    held.record = std::move(next);
+    if (auto renewed = renew_record(ctx, held); !renewed) return {Renewal::failed, renewed.error()};
     return {};
   }
 
-  Result<void> release(const Context& ctx, Holding&) override {
-    auto removed = ctx.store.remove(ctx.record_key);
-    if (!removed && removed.error().code == Errc::not_found) return {};
-    return removed;
-  }
+  Result<void> release(const Context& ctx, Holding&) override { return remove_our_record(ctx); }
 };
 
 }  // namespace

@@ -185,8 +185,7 @@ class Exclusive final : public Protocol {
         outcome = std::unexpected(unlocked.error());
       }
     }
-    auto removed = ctx.store.remove(ctx.record_key);
-    if (!removed && removed.error().code != Errc::not_found && outcome) {
+    if (auto removed = remove_our_record(ctx); !removed && outcome) {
       outcome = std::unexpected(removed.error());
     }
     return outcome;

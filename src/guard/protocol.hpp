@@ -75,6 +75,13 @@ std::unique_ptr<Protocol> make_exclusive_protocol();
 // A fresh record of ours for `now`.
 Record our_record(const Context& ctx, WallTime now, std::string_view state);
 
+// Rewrites our record with a new expiry (renewed_at = now, expires_at = now +
+// ttl); `held.record` changes only when the write succeeded.
+Result<void> renew_record(const Context& ctx, Holding& held);
+
+// Removes our record; an absent one is fine.
+Result<void> remove_our_record(const Context& ctx);
+
 // Whether a record of another instance still counts as live at `now`:
 // before its expiry plus `margin`, unless it comes from a process on this
 // host (same boot and pid namespace) that no longer exists.

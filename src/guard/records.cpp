@@ -77,6 +77,24 @@ Record our_record(const Context& ctx, WallTime now, std::string_view state) {
                 .state = std::string(state)};
 }
 
+Result<void> renew_record(const Context& ctx, Holding& held) {
+  Record next = held.record;
+  const WallTime now = ctx.clock.wall();
+  next.renewed_at = now;
+  next.expires_at = now + ctx.options.ttl;
+  if (auto written = ctx.store.replace(ctx.record_key, encode_record(next)); !written) {
+    return std::unexpected(written.error());
+  }
+  held.record = std::move(next);
+  return {};
+}
+
+Result<void> remove_our_record(const Context& ctx) {
+  auto removed = ctx.store.remove(ctx.record_key);
+  if (!removed && removed.error().code == Errc::not_found) return {};
+  return removed;
+}
+
 bool is_live(const Context& ctx, const Record& record, WallTime now, Duration margin) {
   if (same_host(ctx, record) && record.pid && *record.pid != ctx.self.pid &&
       process_gone(*record.pid)) {

@@ -70,14 +70,7 @@ class Verify final : public Protocol {
   }
 
   Renewal renew(const Context& ctx, Holding& held) override {
-    Record next = held.record;
-    const WallTime now = ctx.clock.wall();
-    next.renewed_at = now;
-    next.expires_at = now + ctx.options.ttl;
-    if (auto written = ctx.store.replace(ctx.record_key, encode_record(next)); !written) {
-      return {Renewal::failed, written.error()};
-    }
-    held.record = std::move(next);
+    if (auto renewed = renew_record(ctx, held); !renewed) return {Renewal::failed, renewed.error()};
 
     // Contenders still claiming will see us and withdraw; only a held record
     // is a collision.
@@ -99,16 +92,11 @@ class Verify final : public Protocol {
     return {};
   }
 
-  Result<void> release(const Context& ctx, Holding&) override {
-    auto removed = ctx.store.remove(ctx.record_key);
-    if (!removed && removed.error().code == Errc::not_found) return {};
-    return removed;
-  }
+  Result<void> release(const Context& ctx, Holding&) override { return remove_our_record(ctx); }
 
  private:
   static void withdraw(const Context& ctx) {
-    if (auto removed = ctx.store.remove(ctx.record_key);
-        !removed && removed.error().code != Errc::not_found) {
+    if (auto removed = remove_our_record(ctx); !removed) {
       ctx.log.warn("could not withdraw our claiming record; it expires on its own",
                    {{"key", ctx.record_key.str()}, {"error", removed.error().message}});
     }
