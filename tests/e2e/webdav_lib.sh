@@ -19,13 +19,19 @@ free_port() {
   done
 }
 
-# start_server NAME SCRIPT [PORT]: starts a server in $WORK/NAME (on PORT, or a
-# free one); sets $URL and $PORT.
+# start_server NAME SCRIPT [PORT] [VAR=VALUE...]: starts a server in $WORK/NAME
+# (on PORT, or a free one), with VAR=VALUE in the start script's environment
+# (e.g. HTPASSWD=file); sets $URL and $PORT.
 start_server() {
-  local name=$1 script=$SERVERS/$2 attempt
+  local name=$1 script=$SERVERS/$2 port="" attempt
+  shift 2
+  if [[ ${1:-} =~ ^[0-9]+$ ]]; then
+    port=$1
+    shift
+  fi
   for attempt in 1 2 3; do
-    PORT=${3:-$(free_port)}
-    if URL=$(env WATCH_PID=$$ bash "$script" start "$WORK/$name" "$PORT" 2>"$WORK/$name.start.err"); then
+    PORT=${port:-$(free_port)}
+    if URL=$(env WATCH_PID=$$ "$@" bash "$script" start "$WORK/$name" "$PORT" 2>"$WORK/$name.start.err"); then
       STARTED+=("$script|$WORK/$name")
       return 0
     fi

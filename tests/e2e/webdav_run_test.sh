@@ -6,38 +6,7 @@
 # run starts at once. With basic auth: wrong credentials exit 69 naming the
 # URL, and no password appears in any output at debug level.
 source "$(dirname "$0")/lib.sh"
-
-SERVERS=${INSTANCE_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}/integration/servers
-chmod a+x "$WORK"  # run as root, the servers' workers (www-data) must traverse it
-STARTED=()
-stop_servers() {
-  local dir
-  for dir in "${STARTED[@]}"; do bash "${dir%%|*}" stop "${dir#*|}" >/dev/null 2>&1 || true; done
-}
-trap 'stop_servers; cleanup' EXIT
-
-# A TCP port on 127.0.0.1 nobody answers on.
-free_port() {
-  local port
-  while :; do
-    port=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
-  done
-}
-
-# start_server NAME SCRIPT [ENV...]: starts a server in $WORK/NAME; sets $URL.
-start_server() {
-  local name=$1 script=$SERVERS/$2 attempt
-  shift 2
-  for attempt in 1 2 3; do
-    if URL=$(env WATCH_PID=$$ "$@" bash "$script" start "$WORK/$name" "$(free_port)" 2>"$WORK/$name.start.err"); then
-      STARTED+=("$script|$WORK/$name")
-      return 0
-    fi
-  done
-  cat "$WORK/$name.start.err" >&2
-  fail "could not start $name"
-}
+source "$(dirname "$0")/webdav_lib.sh"
 
 # The directory-store behaviour, on a WebDAV URL. $1: server name, $2: the
 # folder on disk the server serves, $3: store URL.
