@@ -1,0 +1,91 @@
+// The guard simulator's model: N guards, each on its own simulated node
+// (clock with offset and drift, scheduler, pauses, crashes, restarts,
+// partitions), against one simulated store with request and response
+// latencies and a visibility lag, all in virtual time on a World.
+//
+// A run is a pure function of (Config, seed): run_one() twice with the same
+// arguments gives the same RunResult, trace hash included.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "instance/guard.hpp"
+#include "world.hpp"
+
+namespace instance::sim {
+
+struct Config {
+  Mode mode = Mode::verify;
+  int guards = 4;
+  Time duration = std::chrono::seconds(60);
+  // Guard options.
+  Duration ttl = std::chrono::seconds(3);
+  Duration settle = std::chrono::milliseconds(50);
+  std::optional<Duration> max_skew;  // the guard's default when unset
+  // Store: latency of each request and of each response, log-normal with this
+  // median and sigma, plus rare spikes; a request taking longer than
+  // `timeout` end to end fails with Errc::timeout (it may still be applied).
+  Duration latency = std::chrono::milliseconds(5);
+  double latency_sigma = 0.8;
+  double spike_probability = 0.002;
+  Duration spike = std::chrono::milliseconds(800);
+  Duration timeout = std::chrono::seconds(2);
+  // An acknowledged write shows in reads and listings after a lag uniform in
+  // [0, lag] (0: atomic registers).
+  Duration lag{0};
+  // Nodes start within this window (contention at start-up).
+  Duration start_spread = std::chrono::milliseconds(20);
+  // Holders stand down after an exponential time with this mean, then rest.
+  Duration hold_mean = std::chrono::seconds(8);
+  Duration rest = std::chrono::seconds(1);
+  // Waiters poll every [poll_min, poll_max].
+  Duration poll_min = std::chrono::milliseconds(100);
+  Duration poll_max = std::chrono::milliseconds(500);
+  // Faults, as rates per node per virtual minute.
+  double crashes_per_minute = 0.5;
+  Duration restart_min = std::chrono::milliseconds(200);
+  Duration restart_max = std::chrono::seconds(3);
+  double same_id_restart = 0.5;  // probability a restart keeps its id
+  double pauses_per_minute = 0.5;
+  Duration pause_max = std::chrono::seconds(5);  // uniform in (0, pause_max]
+  double partitions_per_minute = 0.3;
+  Duration partition_max = std::chrono::seconds(5);
+  // Clocks: offsets uniform in [-offset, offset], rates 1 + uniform[-drift, drift].
+  Duration clock_offset = std::chrono::milliseconds(100);
+  double drift = 1e-4;
+  // verify: the guard's own visibility self-test (GuardOptions::check_lag).
+  bool lag_check = true;
+  // Record every event of the run (for --trace).
+  bool keep_log = false;
+};
+
+struct Overlap {
+  Time start{0};
+  Time duration{0};
+  std::vector<std::string> holders;
+};
+
+struct RunResult {
+  std::uint64_t seed = 0;
+  std::uint64_t claims = 0;
+  std::uint64_t losses = 0;
+  std::uint64_t crashes = 0;
+  std::uint64_t store_ops = 0;
+  std::uint64_t events = 0;
+  std::vector<Overlap> overlaps;  // intervals with two or more holders
+  std::vector<Time> takeovers;    // crash of the holder -> next grant
+  std::vector<Time> handovers;    // stand-down -> next grant
+  std::uint64_t trace = 0;
+  std::vector<std::string> log;   // with Config::keep_log
+};
+
+RunResult run_one(const Config& config, std::uint64_t seed);
+
+// Whether the mode promises exclusion under this configuration: exclusive
+// and auto always; verify while the lag stays within settle.
+bool must_exclude(const Config& config);
+
+}  // namespace instance::sim
