@@ -132,7 +132,7 @@ Result<Duration> check_visibility_lag(const Context& ctx, std::stop_token stop) 
     } else if (since > limit) {
       break;
     } else {
-      ctx.clock.sleep_for(step, stop);
+      if (!ctx.clock.sleep_for(step, stop)) break;
     }
   }
   if (auto removed = ctx.store.remove(probe); !removed && removed.error().code != Errc::not_found) {
