@@ -238,6 +238,17 @@ INSTANTIATE_TEST_SUITE_P(Servers, Lease,
 
 // ------------------------------------------------------------ the probe
 
+// Whether a line at `level` says why native leases are off on `server`.
+bool logged(const CapturingLogger& logger, LogLevel level, std::string_view server) {
+  for (const auto& line : logger.lines_at(level)) {
+    if (line.find("native leases") != std::string::npos &&
+        line.find(server) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 TEST(LeaseProbe, ApacheLocksAreNotOfferedBecauseTheyAreNotAtomic) {
   auto& server = WebDavServer::apache();
   ASSERT_TRUE(server.running());
@@ -250,14 +261,7 @@ TEST(LeaseProbe, ApacheLocksAreNotOfferedBecauseTheyAreNotAtomic) {
   // concurrent LOCKs can all win (ConcurrentLocksHaveExactlyOneWinner).
   EXPECT_FALSE(caps.native_lease);
   EXPECT_FALSE(caps.server_clock);
-  bool warned = false;
-  for (const auto& line : logger->lines_at(LogLevel::warn)) {
-    if (line.find("native leases") != std::string::npos &&
-        line.find("Apache") != std::string::npos) {
-      warned = true;
-    }
-  }
-  EXPECT_TRUE(warned);
+  EXPECT_TRUE(logged(*logger, LogLevel::warn, "Apache"));
   EXPECT_EQ(s->lock(kLease, seconds(10), "me").error().code, Errc::unsupported);
   // The probe leaves nothing listed.
   auto all = s->list(Key{});
@@ -276,14 +280,7 @@ TEST(LeaseProbe, LighttpdLocksAreNotOfferedBecauseTheyNeverExpire) {
   EXPECT_FALSE(caps.native_lease);
   EXPECT_FALSE(caps.server_clock);
   EXPECT_TRUE(caps.conditional_writes);
-  bool reason_logged = false;
-  for (const auto& line : logger->lines_at(LogLevel::info)) {
-    if (line.find("native leases") != std::string::npos &&
-        line.find("lighttpd") != std::string::npos) {
-      reason_logged = true;
-    }
-  }
-  EXPECT_TRUE(reason_logged);
+  EXPECT_TRUE(logged(*logger, LogLevel::info, "lighttpd"));
   auto token = s->lock(kLease, seconds(10), "me");
   ASSERT_FALSE(token);
   EXPECT_EQ(token.error().code, Errc::unsupported);
