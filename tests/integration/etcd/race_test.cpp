@@ -9,7 +9,7 @@
 namespace instance::testing {
 namespace {
 
-constexpr int kRounds = 100;
+constexpr int kRounds = 200;
 constexpr int kGuards = 3;
 
 class EtcdRace : public ::testing::TestWithParam<Mode> {};
