@@ -94,6 +94,13 @@ EtcdServer::EtcdServer(Config config) : config_(std::move(config)) {
   char dir_template[] = "/tmp/instance-guard-etcd-XXXXXX";
   if (::mkdtemp(dir_template) == nullptr) return;
   dir_ = dir_template;
+  if (config_.tls &&
+      run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
+          "-addext subjectAltName=IP:127.0.0.1 -keyout " + quote((dir_ / "key.pem").string()) +
+          " -out " + quote(ca_file().string()) + " >/dev/null 2>&1") != 0) {
+    ADD_FAILURE() << "openssl could not make a test certificate";
+    return;
+  }
   // The script installs etcd-server when it is missing; only when that
   // fails too do the tests skip (etcd_missing()).
   for (int attempt = 0; attempt < 3 && !running(); ++attempt) {
@@ -114,6 +121,9 @@ bool EtcdServer::start() {
   if (dir_.empty() || port_ == 0) return false;
   std::string env = "WATCH_PID=" + std::to_string(::getpid()) + " ";
   if (!config_.root_password.empty()) env += "ETCD_ROOT_PASSWORD=" + quote(config_.root_password) + " ";
+  if (config_.tls) {
+    env += "TLS_CERT=" + quote(ca_file().string()) + " TLS_KEY=" + quote((dir_ / "key.pem").string()) + " ";
+  }
   const auto out = dir_ / "start.out";
   if (run(env + "bash " + quote(script()) + " start " + quote(dir_.string()) + " " +
           std::to_string(port_) + " > " + quote(out.string()) + " 2>&1") != 0) {
@@ -138,7 +148,8 @@ std::string EtcdServer::fresh_prefix() {
 
 EtcdStoreOptions EtcdServer::options(std::string prefix) const {
   EtcdStoreOptions o;
-  o.endpoint = "http://127.0.0.1:" + std::to_string(port_);
+  o.endpoint = (config_.tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_);
+  if (config_.tls) o.ca_file = ca_file();
   o.prefix = std::move(prefix);
   if (!config_.root_password.empty()) {
     o.user = "root";

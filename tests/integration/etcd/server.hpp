@@ -19,11 +19,14 @@
 
 namespace instance::testing {
 
+struct EtcdServerConfig {
+  std::string root_password;  // non-empty: auth enabled, user root
+  bool tls = false;           // https with a self-signed certificate (ca_file())
+};
+
 class EtcdServer {
  public:
-  struct Config {
-    std::string root_password;  // non-empty: auth enabled, user root
-  };
+  using Config = EtcdServerConfig;
 
   static EtcdServer& shared();
   static EtcdServer& with_auth();
@@ -39,6 +42,7 @@ class EtcdServer {
   const std::string& url() const { return url_; }  // "http://127.0.0.1:PORT"
   int port() const { return port_; }
   std::filesystem::path dir() const { return dir_; }
+  std::filesystem::path ca_file() const { return dir_ / "cert.pem"; }
 
   // Stops the server, keeping its data; start() brings the same member back
   // on the same ports.

@@ -207,6 +207,32 @@ TEST(EtcdUnreachable, FailsAsUnavailableNamingTheEndpointAfterRetries) {
   EXPECT_LT(took, 3s);
 }
 
+TEST(EtcdTls, EtcdsVerifiesTheServerWithTheGivenCa) {
+  if (const auto missing = etcd_missing(); !missing.empty()) GTEST_SKIP() << missing;
+  EtcdServer server({.tls = true});
+  ASSERT_TRUE(server.running());
+  OpenOptions open;
+  open.ca_file = server.ca_file();
+  open.getenv = [](std::string_view) { return std::optional<std::string>{}; };
+  const std::string url = "etcds://127.0.0.1:" + std::to_string(server.port()) + "/tls";
+  auto s = open_store(url, open).value();
+  ASSERT_TRUE(s->replace(key("instances/a"), "over tls")) << s->get(key("instances/a")).error().message;
+  EXPECT_EQ(s->get(key("instances/a"))->data, "over tls");
+  auto token = s->lock(key("instances.lock"), 30s, "tls");
+  ASSERT_TRUE(token) << token.error().message;
+  EXPECT_TRUE(s->refresh_lock(key("instances.lock"), *token, 30s));
+
+  // Without the CA the certificate is refused, and the error says what to do.
+  open.ca_file.clear();
+  auto unverified = open_store(url, open).value()->get(key("instances/a"));
+  ASSERT_FALSE(unverified);
+  EXPECT_EQ(unverified.error().code, Errc::unavailable);
+  EXPECT_NE(unverified.error().message.find("--ca-file"), std::string::npos)
+      << unverified.error().message;
+  open.insecure = true;
+  EXPECT_EQ(open_store(url, open).value()->get(key("instances/a"))->data, "over tls");
+}
+
 class EtcdAuth : public ::testing::Test {
  protected:
   void SetUp() override {
