@@ -15,6 +15,22 @@ mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
 pidf="$dir/server.pid"
 . "$(dirname "$0")/common.sh"
 
+# Gone, or a zombie its new parent has yet to reap (its ports are free).
+gone() { ! [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) =~ ^[^Z]$ ]]; }
+
+# Stops etcd: TERM, up to 5 s, then KILL. (common.sh's stop_server waits
+# for zombies too, which an orphaned etcd becomes for a while.)
+stop_server() {
+  [ -f "$pidf" ] || return 0
+  local pid; pid=$(cat "$pidf")
+  if [ -n "$pid" ] && ! gone "$pid"; then
+    kill -TERM "$pid"
+    for _ in $(seq 250); do gone "$pid" && break; sleep 0.02; done
+    gone "$pid" || kill -KILL "$pid"
+  fi
+  rm -f "$pidf"
+}
+
 case "$cmd" in
 start)
   port=${3:?port}
@@ -50,7 +66,7 @@ start)
   [ -n "${TLS_CERT:-}" ] && ctl+=(--cacert "$TLS_CERT")
   ready=""
   for _ in $(seq 200); do
-    [[ $(awk '{print $3}' "/proc/$(cat "$pidf")/stat" 2>/dev/null) =~ ^[^Z]$ ]] || break  # exited
+    gone "$(cat "$pidf")" && break
     # Ready once /health says so: a leader was elected and a read went through.
     if curl -s --max-time 1 ${TLS_CERT:+--cacert "$TLS_CERT"} "$client/health" 2>/dev/null |
        grep -q '"health":"true"'; then
