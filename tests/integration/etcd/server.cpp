@@ -105,6 +105,9 @@ EtcdServer::EtcdServer(Config config) : config_(std::move(config)) {
   // fails too do the tests skip (etcd_missing()).
   for (int attempt = 0; attempt < 3 && !running(); ++attempt) {
     port_ = free_port();
+    do {
+      peer_port_ = free_port();
+    } while (peer_port_ == port_);
     if (!start()) std::cerr << "etcd start attempt " << attempt << " failed\n";
     if (!etcd_missing().empty()) return;
   }
@@ -126,7 +129,8 @@ bool EtcdServer::start() {
   }
   const auto out = dir_ / "start.out";
   if (run(env + "bash " + quote(script()) + " start " + quote(dir_.string()) + " " +
-          std::to_string(port_) + " > " + quote(out.string()) + " 2>&1") != 0) {
+          std::to_string(port_) + " " + std::to_string(peer_port_) + " > " + quote(out.string()) +
+          " 2>&1") != 0) {
     return false;
   }
   url_ = read_file(out);

@@ -59,6 +59,7 @@ class EtcdServer {
   std::filesystem::path dir_;
   std::string url_;
   int port_ = 0;
+  int peer_port_ = 0;
 };
 
 // Non-empty (naming the package) when /usr/bin/etcd is not installed.

@@ -45,6 +45,7 @@ start)
     echo "$peer" >"$dir/peer.port"
   fi
   peer=$(cat "$dir/peer.port")
+  fresh=""; [ -d "$dir/data" ] || fresh=1
   scheme=http
   tls=()
   if [ -n "${TLS_CERT:-}" ]; then
@@ -78,6 +79,9 @@ start)
     echo "etcd failed to start; see $dir/etcd.log" >&2
     tail -20 "$dir/etcd.log" >&2 2>/dev/null || true
     stop_server
+    # A first start that failed (a port taken meanwhile) leaves nothing
+    # behind, so the next attempt may choose other ports.
+    [ -z "$fresh" ] || rm -rf "$dir/data" "$dir/peer.port"
     exit 1
   fi
   if [ -n "${ETCD_ROOT_PASSWORD:-}" ] && ! [ -e "$dir/auth.enabled" ]; then
