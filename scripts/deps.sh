@@ -13,11 +13,13 @@ PACKAGES=(
   libbenchmark-dev      # benchmarks
   nlohmann-json3-dev    # records, status --json
   libcli11-dev          # the command-line tool
-  libcurl4-openssl-dev  # WebDAV store
+  libcurl4-openssl-dev  # WebDAV and etcd stores
   libpugixml-dev        # WebDAV listings
   apache2-bin           # WebDAV test server (mod_dav)
   lighttpd              # WebDAV test server
   lighttpd-mod-webdav
+  etcd-server           # etcd store test server (tests/integration/servers/etcd.sh)
+  etcd-client           # etcdctl: the etcd test server's auth setup
   curl
   openssl               # WebDAV tests: htpasswd hashes and TLS certificates
   jq                    # end-to-end tests read JSON

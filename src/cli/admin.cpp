@@ -116,6 +116,13 @@ std::string mode_line(const std::shared_ptr<Store>& store, Mode requested) {
   return line + ": " + std::string(guarantee_summary(*mode));
 }
 
+// "store: <where> (expiry judged on ...)": whose clock ends a claim that is
+// no longer renewed (Capabilities::server_clock).
+std::string store_line(Store& store) {
+  return "store: " + store.describe() + " (expiry judged on " +
+         (store.capabilities().server_clock ? "the store's clock" : "the hosts' clocks") + ")";
+}
+
 }  // namespace
 
 int status_command(const StatusArgs& args, const std::shared_ptr<Logger>& logger) {
@@ -140,6 +147,7 @@ int status_command(const StatusArgs& args, const std::shared_ptr<Logger>& logger
   } else {
     // The JSON stays an array of records; only the text says the mode.
     std::cout << mode_line(*store, *requested) << '\n';
+    std::cout << store_line(**store) << '\n';
     if (entries->empty()) {
       std::cout << "no instance records in " << (*store)->describe() << '\n';
     } else {

@@ -18,7 +18,7 @@ using namespace instance::cli;
 // Flags for finding and reaching the store, shared by every subcommand.
 void add_store_flags(CLI::App& app, StoreFlags& flags) {
   app.add_option("--store", flags.store,
-                 "Store URL: file:///abs/path, a plain path, webdav(s)://... "
+                 "Store URL: file:///abs/path, a plain path, webdav(s)://..., etcd(s)://... "
                  "[env: INSTANCE_GUARD_STORE] "
                  "[default: ${XDG_STATE_HOME:-~/.local/state}/instance-guard/NAME]");
   app.add_option("--name", flags.name,

@@ -9,7 +9,9 @@
 // on "instances.lock" decides who holds; the lease document then only
 // carries the epoch and names the holder:
 //   acquire  lock (Errc::locked -> refuse), then take the lease document
-//            whatever it says (the lock proves its holder is gone), epoch + 1.
+//            whatever it says (the lock proves its holder is gone), epoch + 1,
+//            or the store's own number for the lock (Store::lock_epoch) when
+//            that is larger.
 //   renew    refresh the lock (refused -> lost), then the document.
 //   release  mark the document released, unlock.
 // Without a native lease, compare-and-set on the document decides:
@@ -24,6 +26,8 @@
 //            means the lease was taken: the claim is lost. Then our record.
 //   release  conditional replace with released = true (the document stays,
 //            so the epoch never goes back), then delete our record.
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "instance/time.hpp"
@@ -235,6 +239,9 @@ class Exclusive final : public Protocol {
     } else if (doc.error().code != Errc::not_found) {
       return give_up(failure(doc.error().code, "cannot read the lease: " + doc.error().message));
     }
+    // A store that numbers its locks (etcd: the revision of the lock's put)
+    // gives an epoch judged by the store; never below the document's count.
+    epoch = std::max(epoch, ctx.store.lock_epoch(lock_key(), held.lock_token));
     // An original guard's live record still keeps us out.
     const ScanRules rules{.reap = true, .margin = *ctx.options.max_skew,
                           .blocks = [&](const Record& r) { return r.id != previous; }};
