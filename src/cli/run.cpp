@@ -27,6 +27,7 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "instance/guard.hpp"
+#include "instance/liveness.hpp"
 #include "instance/open_store.hpp"
 #include "instance/time.hpp"
 #include "signals.hpp"
@@ -312,6 +313,15 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
   if (!guard) {
     log.error(guard.error().message);
     return guard.error().code == Errc::invalid ? kExitConfig : exit_code_for(guard.error().code);
+  }
+
+  // Held from before our record is written until we exit; the child and its
+  // descendants inherit it, so our record still counts as live on this host
+  // while any of them runs, even once this process is gone.
+  auto liveness = LivenessLock::hold();
+  if (!liveness) {
+    log.warn("a guard on this host may take over while processes we started still run",
+             {{"error", liveness.error().message}});
   }
 
   auto claim = claim_watching_signals(*guard, wait_options, setup, signals, log);
