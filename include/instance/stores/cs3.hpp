@@ -35,10 +35,13 @@
 // Capabilities: versions (etags). conditional_writes and native_lease are
 // probed on first use with scratch documents under `.instance-guard-probe/`:
 // conditional_writes when a wrong if_match is refused, a create of an
-// existing document is refused and the right if_match succeeds;
-// native_lease when SetLock works and a second SetLock is refused. A
-// gateway that cannot be reached is not judged (plain operations until the
-// next call probes again). server_clock stays false: CS3 lock expirations
+// existing document is refused and the right if_match succeeds (and locks
+// work, which remove_if needs); native_lease when SetLock works and a second
+// SetLock is refused. A gateway that cannot be asked (down, or refusing the
+// account) is not judged: capabilities() answers what a CS3 gateway
+// normally offers, uncached, and replace_if, remove_if and lock probe again
+// first and fail with the probe's error, so they never run unprobed and a
+// guard reports the real failure. server_clock stays false: CS3 lock expirations
 // are absolute times computed on our clock and judged on the server's, so
 // clock skew shifts them (a warning is logged when the data gateway's Date
 // differs from ours by more than max_clock_skew).

@@ -371,7 +371,7 @@ Result<std::vector<Key>> Cs3Store::list(const Key& prefix) {
 
 // ------------------------------------------------------------------ capabilities
 
-Capabilities Cs3Store::capabilities() {
+Result<Capabilities> Cs3Store::probed() {
   std::lock_guard lock(probe_mu_);
   if (capabilities_) return *capabilities_;
   if (!options_.probe_capabilities) {
@@ -379,14 +379,23 @@ Capabilities Cs3Store::capabilities() {
                                  .native_lease = true, .server_clock = false};
     return *capabilities_;
   }
-  auto probed = probe_locked();
-  if (!probed) {
-    options_.logger->warn("cannot probe the CS3 gateway yet; plain operations only for now",
-                          {{"store", where_}, {"error", probed.error().message}});
-    return Capabilities{.versions = true};
-  }
-  capabilities_ = *probed;
-  return *capabilities_;
+  auto caps = probe_locked();
+  if (caps) capabilities_ = *caps;
+  return caps;
+}
+
+Capabilities Cs3Store::capabilities() {
+  auto caps = probed();
+  if (caps) return *caps;
+  // Not known yet (the gateway is down, or refuses us): answer what a CS3
+  // gateway normally offers, uncached. Nothing relies on it unchecked:
+  // replace_if, remove_if and lock probe again first and fail with the
+  // probe's error (so a guard reports "unavailable" or "permission", not a
+  // mode this store supposedly lacks).
+  options_.logger->warn("cannot probe the CS3 gateway yet",
+                        {{"store", where_}, {"error", caps.error().message}});
+  return Capabilities{.versions = true, .conditional_writes = true, .native_lease = true,
+                      .server_clock = false};
 }
 
 Result<Capabilities> Cs3Store::probe_locked() {
@@ -445,14 +454,18 @@ Result<Capabilities> Cs3Store::probe_locked() {
 }
 
 Result<void> Cs3Store::require_conditional_writes(std::string_view op, const Key& key) {
-  if (capabilities().conditional_writes) return {};
+  auto caps = probed();
+  if (!caps) return std::unexpected(caps.error());
+  if (caps->conditional_writes) return {};
   return fail(Errc::unsupported, what(op, key) + " at " + where_ +
                                      ": this gateway's conditional writes are not atomic (see "
                                      "the probe's warning)");
 }
 
 Result<void> Cs3Store::require_native_lease(std::string_view op, const Key& key) {
-  if (capabilities().native_lease) return {};
+  auto caps = probed();
+  if (!caps) return std::unexpected(caps.error());
+  if (caps->native_lease) return {};
   return fail(Errc::unsupported,
               what(op, key) + " at " + where_ + ": this gateway's locks are not usable");
 }

@@ -191,6 +191,9 @@ class Cs3Store final : public Store {
                         std::size_t depth, std::vector<Key>& out);
   Try<void> remove_path(const std::string& path, std::string_view lock_id,
                         bool maybe_applied_before);
+  // The probed capabilities (cached once known); the probe's error when the
+  // gateway cannot be asked.
+  Result<Capabilities> probed();
   Result<Capabilities> probe_locked();
   Result<void> require_conditional_writes(std::string_view op, const Key& key);
   Result<void> require_native_lease(std::string_view op, const Key& key);

@@ -30,7 +30,7 @@ TEST(Cs3Store, ProbeDeclaresConditionalWritesAndLocksButNotTheServerClock) {
   EXPECT_TRUE(s->list(Key{}).value().empty());
 }
 
-TEST(Cs3Store, ProbeOfAGatewayThatIsDownIsNotCached) {
+TEST(Cs3Store, ProbeOfAGatewayThatIsDownIsNotCachedAndItsErrorReachesTheCaller) {
   GatewayDouble gateway;
   auto options = options_for(gateway);
   options.gateway = "127.0.0.1:1";  // nothing listens there
@@ -38,11 +38,18 @@ TEST(Cs3Store, ProbeOfAGatewayThatIsDownIsNotCached) {
   auto stats = std::make_shared<Cs3Stats>();
   options.stats = stats;
   auto s = make_store(options);
-  EXPECT_FALSE(s->capabilities().conditional_writes);
+  (void)s->capabilities();
   const auto after_first = stats->rpcs.load();
   EXPECT_GT(after_first, 0u);
-  EXPECT_FALSE(s->capabilities().native_lease);
+  (void)s->capabilities();
   EXPECT_GT(stats->rpcs.load(), after_first);  // asked again
+  // Operations that need the probe fail with its error, not "unsupported".
+  auto locked = s->lock(key("instances.lock"), seconds(5), "me");
+  ASSERT_FALSE(locked.has_value());
+  EXPECT_EQ(locked.error().code, Errc::unavailable) << locked.error().message;
+  auto cas = s->replace_if(key("instances/a"), "x", "\"v\"");
+  ASSERT_FALSE(cas.has_value());
+  EXPECT_EQ(cas.error().code, Errc::unavailable) << cas.error().message;
 }
 
 // ------------------------------------------------------------ locks
@@ -218,7 +225,7 @@ TEST(Cs3Store, AClaimAgainstAGatewayThatIsDownFailsAsUnavailable) {
   ASSERT_TRUE(guard.has_value());
   auto claim = guard->claim();
   ASSERT_FALSE(claim.has_value());
-  EXPECT_NE(claim.error().error.code, Errc::another_instance) << claim.error().error.message;
+  EXPECT_EQ(claim.error().error.code, Errc::unavailable) << claim.error().error.message;
 }
 
 // ------------------------------------------------------------ exclusive end to end
