@@ -52,6 +52,22 @@ TEST(Cs3Store, ProbeOfAGatewayThatIsDownIsNotCachedAndItsErrorReachesTheCaller) 
   EXPECT_EQ(cas.error().code, Errc::unavailable) << cas.error().message;
 }
 
+TEST(Cs3Store, AGatewayWhoseLocksAreNotExclusiveGetsExclusiveModeRefused) {
+  GatewayDouble gateway({.exclusive_locks = false});
+  auto s = make_store(options_for(gateway));
+  const auto caps = s->capabilities();
+  EXPECT_FALSE(caps.native_lease);
+  EXPECT_FALSE(caps.conditional_writes);  // remove_if would rest on those locks
+  EXPECT_EQ(s->lock(key("instances.lock"), seconds(5), "me").error().code, Errc::unsupported);
+  auto guard = Guard::create(s, {.ttl = seconds(30), .mode = Mode::exclusive});
+  ASSERT_TRUE(guard.has_value());
+  auto claim = guard->claim();
+  ASSERT_FALSE(claim.has_value());
+  EXPECT_EQ(claim.error().error.code, Errc::unsupported) << claim.error().error.message;
+  auto automatic = Guard::create(s, {.ttl = seconds(30), .mode = Mode::automatic});
+  EXPECT_EQ(automatic->resolve_mode().value(), Mode::verify);
+}
+
 // ------------------------------------------------------------ locks
 
 TEST(Cs3Store, LockIsExclusiveRefreshableAndExpiresOnTheServersClock) {

@@ -450,7 +450,9 @@ struct GatewayDouble::State final : gw::GatewayAPI::Service {
     if (!is_file(rel)) return answer(response, rpc::CODE_NOT_FOUND);
     if (request->lock().lock_id().empty()) return answer(response, rpc::CODE_INVALID_ARGUMENT);
     Node& n = nodes[rel];
-    if (live_lock(n) != nullptr) return answer(response, rpc::CODE_FAILED_PRECONDITION, "already locked");
+    if (live_lock(n) != nullptr && options.exclusive_locks) {
+      return answer(response, rpc::CODE_FAILED_PRECONDITION, "already locked");
+    }
     const auto& e = request->lock().expiration();
     n.lock = LockInfo{request->lock().lock_id(), request->lock().app_name(),
                       e.seconds() * 1'000'000'000ULL + e.nanos()};

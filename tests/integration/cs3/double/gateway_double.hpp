@@ -46,6 +46,7 @@ struct GatewayDoubleOptions {
   bool group_member = false;         // a group granted on the space
   std::chrono::milliseconds too_early{0};  // "processing" time after each upload
   int token_calls = 0;  // calls a token serves before it expires (0: unlimited)
+  bool exclusive_locks = true;  // false: SetLock grants every request (a broken server)
   std::filesystem::path root;  // where files live; empty: a new temporary folder
 };
 
