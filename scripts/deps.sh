@@ -15,6 +15,10 @@ PACKAGES=(
   libcli11-dev          # the command-line tool
   libcurl4-openssl-dev  # WebDAV and etcd stores
   libpugixml-dev        # WebDAV listings
+  libgrpc++-dev         # CS3 store: gRPC C++ (the gateway API) and its pkg-config file
+  libprotobuf-dev       # CS3 store: protobuf runtime
+  protobuf-compiler     # CS3 store: protoc, for src/stores/cs3/proto
+  protobuf-compiler-grpc  # CS3 store: grpc_cpp_plugin
   apache2-bin           # WebDAV test server (mod_dav)
   lighttpd              # WebDAV test server
   lighttpd-mod-webdav

@@ -13,6 +13,9 @@
 #ifdef INSTANCE_HAVE_ETCD
 #include "instance/stores/etcd.hpp"
 #endif
+#ifdef INSTANCE_HAVE_CS3
+#include "instance/stores/cs3.hpp"
+#endif
 
 namespace instance {
 namespace {
@@ -103,6 +106,14 @@ Result<std::shared_ptr<Store>> open_store(std::string_view url, const OpenOption
     return make_etcd_store(std::move(*parsed));
   }
 #endif
+#ifdef INSTANCE_HAVE_CS3
+  if (scheme == "cs3" || scheme == "cs3s" || scheme == "opencloud+cs3" ||
+      scheme == "opencloud+cs3s") {
+    auto parsed = parse_cs3_url(url, options);
+    if (!parsed) return std::unexpected(parsed.error());
+    return make_cs3_store(std::move(*parsed));
+  }
+#endif
   (void)options;
   std::string supported = "file://, memory:";
 #ifdef INSTANCE_HAVE_WEBDAV
@@ -110,6 +121,9 @@ Result<std::shared_ptr<Store>> open_store(std::string_view url, const OpenOption
 #endif
 #ifdef INSTANCE_HAVE_ETCD
   supported += ", etcd://, etcds://";
+#endif
+#ifdef INSTANCE_HAVE_CS3
+  supported += ", cs3://, cs3s://, opencloud+cs3://";
 #endif
   return fail(Errc::invalid, "unsupported store URL scheme \"" + std::string(scheme) +
                                  "\" in " + redact_url(url) + " (this build supports " +
