@@ -9,7 +9,9 @@
 // on "instances.lock" decides who holds; the lease document then only
 // carries the epoch and names the holder:
 //   acquire  lock (Errc::locked -> refuse), then take the lease document
-//            whatever it says (the lock proves its holder is gone), epoch + 1.
+//            whatever it says (the lock proves its holder is gone), epoch + 1,
+//            or the store's own number for the lock (Store::lock_epoch) when
+//            that is larger.
 //   renew    refresh the lock (refused -> lost), then the document.
 //   release  mark the document released, unlock.
 // Without a native lease, compare-and-set on the document decides:
@@ -24,6 +26,8 @@
 //            means the lease was taken: the claim is lost. Then our record.
 //   release  conditional replace with released = true (the document stays,
 //            so the epoch never goes back), then delete our record.
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "instance/time.hpp"
@@ -240,6 +244,11 @@ class Exclusive final : public Protocol {
                           .blocks = [&](const Record& r) { return r.id != previous; }};
     if (auto clear = scan_others(ctx, stop, rules); !clear) return give_up(clear.error());
 
+    // A store that numbers its locks (a sequence, a revision) gives the
+    // epoch; the document's count still keeps it from ever going back.
+    if (auto numbered = ctx.store.lock_epoch(lock_key(), held.lock_token); numbered) {
+      epoch = std::max(epoch, *numbered);
+    }
     const Lease lease = ours(ctx, epoch, ctx.clock.wall());
     auto written = version.empty() ? ctx.store.replace(lease_key(), encode(lease))
                                    : write_lease(ctx, lease, version);

@@ -10,6 +10,9 @@
 #ifdef INSTANCE_HAVE_WEBDAV
 #include "instance/stores/webdav.hpp"
 #endif
+#ifdef INSTANCE_HAVE_POSTGRES
+#include "instance/stores/postgres.hpp"
+#endif
 
 namespace instance {
 namespace {
@@ -95,9 +98,19 @@ Result<std::shared_ptr<Store>> open_store(std::string_view url, const OpenOption
 #else
   (void)options;
 #endif
+#ifdef INSTANCE_HAVE_POSTGRES
+  if (scheme == "postgres" || scheme == "postgresql") {
+    auto parsed = parse_postgres_url(url, options);
+    if (!parsed) return std::unexpected(parsed.error());
+    return make_postgres_store(std::move(*parsed));
+  }
+#endif
   std::string supported = "file://, memory:";
 #ifdef INSTANCE_HAVE_WEBDAV
   supported += ", webdav://, webdavs://, opencloud://";
+#endif
+#ifdef INSTANCE_HAVE_POSTGRES
+  supported += ", postgres://, postgresql://";
 #endif
   return fail(Errc::invalid, "unsupported store URL scheme \"" + std::string(scheme) +
                                  "\" in " + redact_url(url) + " (this build supports " +
