@@ -15,6 +15,8 @@ PACKAGES=(
   libcli11-dev          # the command-line tool
   libcurl4-openssl-dev  # WebDAV store
   libpugixml-dev        # WebDAV listings
+  libpq-dev             # PostgreSQL store (libpq)
+  postgresql            # PostgreSQL test server (initdb, pg_ctl, psql in the tests)
   apache2-bin           # WebDAV test server (mod_dav)
   lighttpd              # WebDAV test server
   lighttpd-mod-webdav

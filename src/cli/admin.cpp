@@ -116,6 +116,16 @@ std::string mode_line(const std::shared_ptr<Store>& store, Mode requested) {
   return line + ": " + std::string(guarantee_summary(*mode));
 }
 
+// Whose clock ends a claim on this store (Capabilities::server_clock).
+std::string clock_line(Store& store) {
+  if (store.capabilities().server_clock) {
+    return "clock: the store's: leases expire on the server's clock, whatever the guards' "
+           "clocks say";
+  }
+  return "clock: the guards': expiry is written and judged by each guard's own clock (keep "
+         "them within --max-skew)";
+}
+
 }  // namespace
 
 int status_command(const StatusArgs& args, const std::shared_ptr<Logger>& logger) {
@@ -140,6 +150,7 @@ int status_command(const StatusArgs& args, const std::shared_ptr<Logger>& logger
   } else {
     // The JSON stays an array of records; only the text says the mode.
     std::cout << mode_line(*store, *requested) << '\n';
+    std::cout << clock_line(**store) << '\n';
     if (entries->empty()) {
       std::cout << "no instance records in " << (*store)->describe() << '\n';
     } else {

@@ -13,15 +13,24 @@ namespace {
 // next, indented); one line, trimmed, for our messages.
 std::string one_line(const char* text) {
   std::string out;
+  bool line_break = false;  // a line ended: "; " before the next text
+  bool space = false;       // a tab: " " before the next text
   for (const char* p = text ? text : ""; *p != '\0'; ++p) {
     const char c = *p;
-    if (c == '\n' || c == '\r' || c == '\t') {
-      if (!out.empty() && out.back() != ' ') out.push_back(' ');
+    if (c == '\n' || c == '\r') {
+      line_break = true;
+    } else if (c == '\t') {
+      space = true;
     } else {
+      if (!out.empty() && line_break) {
+        out += "; ";
+      } else if (!out.empty() && space && out.back() != ' ') {
+        out += ' ';
+      }
+      line_break = space = false;
       out.push_back(c);
     }
   }
-  while (!out.empty() && out.back() == ' ') out.pop_back();
   return out;
 }
 
