@@ -309,12 +309,13 @@ class PostgresStore final : public Store {
     if (!conn_.connected()) {
       Outcome out = conn_.connect(std::chrono::steady_clock::now() + options_.connect_timeout);
       if (out.kind != Outcome::ok) return out;
-      if (lost_) {
-        lost_ = false;
+      if (lost_ && connected_once_) {
         if (auto* log = options_.logger.get()) {
           log->info("reconnected to PostgreSQL", {{"store", options_.endpoint}});
         }
       }
+      lost_ = false;
+      connected_once_ = true;
       check_clock();
     }
     if (!schema_ready_) {
@@ -435,6 +436,7 @@ class PostgresStore final : public Store {
   std::shared_ptr<Clock> clock_;
   bool schema_ready_ = false;
   bool lost_ = false;  // a connection broke; say so when it is back
+  bool connected_once_ = false;
   bool skew_warned_ = false;
 };
 

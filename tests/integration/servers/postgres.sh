@@ -17,7 +17,7 @@
 #   WATCH_PID=<pid>                            stop the server when that process dies
 # Exits 77 when PostgreSQL is absent and cannot be installed (package
 # `postgresql`), so a test can skip naming it.
-# Test settings: fsync off (a fast shutdown is still clean; only an OS crash
+# Test settings: initdb --no-sync, fsync off (a fast shutdown is still clean; only an OS crash
 # would lose data, and the cluster is thrown away).
 set -euo pipefail
 cmd=${1:?start|stop}; dir=${2:?dir}
@@ -67,7 +67,7 @@ start)
   if ! [ -f "$dir/data/PG_VERSION" ]; then
     fresh=1
     rm -rf "$dir/data"
-    as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 \
+    as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --no-sync \
       --locale=C.UTF-8 >"$dir/logs/initdb.log" 2>&1 || {
       cat "$dir/logs/initdb.log" >&2; exit 1; }
     {
