@@ -64,9 +64,9 @@ class Connection {
   // libpq's message; every other failure is transport or timeout.
   Outcome connect(SteadyTime deadline);
 
-  // Runs one statement with parameters (`simple`: a parameterless string of
-  // several statements, sent as a simple query).
+  // Runs one statement with parameters.
   Outcome run(const char* sql, std::span<const Param> params, SteadyTime deadline);
+  // Runs a parameterless string of several statements (a simple query).
   Outcome run_simple(const char* sql, SteadyTime deadline);
 
   void drop() noexcept;
