@@ -252,6 +252,9 @@ TEST_F(PostgresStoreTest, ADownServerIsATransientErrorNamingTheEndpoint) {
 }
 
 TEST_F(PostgresStoreTest, ReconnectsAfterARestartAndKeepsTheLease) {
+  auto options = test_options(table_);
+  options.retry_deadline = 300ms;  // the call to the stopped server gives up soon
+  store_ = test_store(options);
   const Key k = key("instances.lock");
   auto token = store_->lock(k, 5min, "a");
   ASSERT_TRUE(token) << token.error().message;
