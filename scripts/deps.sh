@@ -19,6 +19,8 @@ PACKAGES=(
   libprotobuf-dev       # CS3 store: protobuf runtime
   protobuf-compiler     # CS3 store: protoc, for src/stores/cs3/proto
   protobuf-compiler-grpc  # CS3 store: grpc_cpp_plugin
+  libpq-dev             # PostgreSQL store (libpq)
+  postgresql            # PostgreSQL test server (initdb, pg_ctl, psql in the tests)
   apache2-bin           # WebDAV test server (mod_dav)
   lighttpd              # WebDAV test server
   lighttpd-mod-webdav

@@ -7,6 +7,7 @@
 //   webdav://, webdavs://, opencloud://     the WebDAV store (when built)
 //   etcd://, etcds://                       the etcd store (when built)
 //   cs3://, cs3s://, opencloud+cs3(s)://     the CS3 store (when built)
+//   postgres://, postgresql://              the PostgreSQL store (when built)
 //
 // Credentials never come from the URL's visible text in a way that shows in
 // `ps`: they are read from files named in the options or from the

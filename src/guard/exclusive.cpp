@@ -239,7 +239,8 @@ class Exclusive final : public Protocol {
     } else if (doc.error().code != Errc::not_found) {
       return give_up(failure(doc.error().code, "cannot read the lease: " + doc.error().message));
     }
-    // A store that numbers its locks (etcd: the revision of the lock's put)
+    // A store that numbers its locks (etcd: the revision of the lock's put;
+    // PostgreSQL: a sequence)
     // gives an epoch judged by the store; never below the document's count.
     epoch = std::max(epoch, ctx.store.lock_epoch(lock_key(), held.lock_token));
     // An original guard's live record still keeps us out.

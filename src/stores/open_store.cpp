@@ -16,6 +16,9 @@
 #ifdef INSTANCE_HAVE_CS3
 #include "instance/stores/cs3.hpp"
 #endif
+#ifdef INSTANCE_HAVE_POSTGRES
+#include "instance/stores/postgres.hpp"
+#endif
 
 namespace instance {
 namespace {
@@ -114,6 +117,13 @@ Result<std::shared_ptr<Store>> open_store(std::string_view url, const OpenOption
     return make_cs3_store(std::move(*parsed));
   }
 #endif
+#ifdef INSTANCE_HAVE_POSTGRES
+  if (scheme == "postgres" || scheme == "postgresql") {
+    auto parsed = parse_postgres_url(url, options);
+    if (!parsed) return std::unexpected(parsed.error());
+    return make_postgres_store(std::move(*parsed));
+  }
+#endif
   (void)options;
   std::string supported = "file://, memory:";
 #ifdef INSTANCE_HAVE_WEBDAV
@@ -124,6 +134,9 @@ Result<std::shared_ptr<Store>> open_store(std::string_view url, const OpenOption
 #endif
 #ifdef INSTANCE_HAVE_CS3
   supported += ", cs3://, cs3s://, opencloud+cs3://";
+#endif
+#ifdef INSTANCE_HAVE_POSTGRES
+  supported += ", postgres://, postgresql://";
 #endif
   return fail(Errc::invalid, "unsupported store URL scheme \"" + std::string(scheme) +
                                  "\" in " + redact_url(url) + " (this build supports " +

@@ -28,6 +28,7 @@ class StoreContract : public ::testing::TestWithParam<StoreFactory> {
  protected:
   void SetUp() override {
     store_ = GetParam().make();
+    if (IsSkipped()) return;  // the factory skipped: its server is not installed
     ASSERT_NE(store_, nullptr) << "the factory for " << GetParam().name << " returned no store";
   }
   Store& store() { return *store_; }

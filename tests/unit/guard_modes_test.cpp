@@ -418,6 +418,27 @@ TEST_F(NativeLeaseTest, ALockThatExpiredOnTheStoreIsTakenOverWithTheNextEpoch) {
   EXPECT_EQ(b->epoch(), std::optional<std::uint64_t>(2));
 }
 
+// A lock store that numbers its locks (a PostgreSQL sequence, an etcd
+// revision): its number is the epoch, unless the lease document's count is
+// already past it, so the epoch never goes back.
+class NumberedLocks final : public StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  std::uint64_t lock_epoch(const Key&, std::string_view) override { return next; }
+  std::uint64_t next = 0;
+};
+
+TEST_F(NativeLeaseTest, TheStoresLockNumberIsTheEpochAndNeverGoesBack) {
+  auto numbered = std::make_shared<NumberedLocks>(memory);
+  numbered->next = 41;
+  auto a = guard("a", Mode::exclusive, numbered).claim().value();
+  EXPECT_EQ(a.epoch(), std::optional<std::uint64_t>(41));
+  ASSERT_TRUE(a.stand_down());
+  numbered->next = 7;  // e.g. a sequence made again
+  auto b = guard("b", Mode::exclusive, numbered).claim().value();
+  EXPECT_EQ(b.epoch(), std::optional<std::uint64_t>(42));
+}
+
 TEST_F(NativeLeaseTest, ARefusedRefreshIsALoss) {
   int lost = 0;
   auto opts = options("a", Mode::exclusive);
