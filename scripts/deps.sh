@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev          # unit and contract tests
   libgmock-dev
   libbenchmark-dev      # benchmarks
+  gnuplot-nox           # benchmarks: the plot in BENCHMARKS.md (bench/report.sh)
   nlohmann-json3-dev    # records, status --json
   libcli11-dev          # the command-line tool
   libcurl4-openssl-dev  # WebDAV and etcd stores
