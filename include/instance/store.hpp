@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -108,6 +109,14 @@ class INSTANCE_EXPORT Store {
   virtual Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl);
   // unlock: releases our lock; not_found when it was already gone.
   virtual Result<void> unlock(const Key& key, std::string_view token);
+  // lock_epoch: the fencing epoch of the grant that returned `token`, for
+  // stores that count grants themselves: a number the store increments
+  // atomically with every grant of a lock on `key` (Redis INCR, an etcd
+  // revision, a PostgreSQL sequence), so it grows across holders even when a
+  // holder's own writes are lost. Answers from the token alone (no request).
+  // Errc::unsupported (the default) when the store keeps no such counter; the
+  // guard then counts epochs in its lease document.
+  virtual Result<std::uint64_t> lock_epoch(const Key& key, std::string_view token);
 };
 
 // Forwards every call to a target store, so a wrapper (fault injection,
@@ -129,6 +138,7 @@ class INSTANCE_EXPORT StoreWrapper : public Store {
   Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override;
   Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
   Result<void> unlock(const Key& key, std::string_view token) override;
+  Result<std::uint64_t> lock_epoch(const Key& key, std::string_view token) override;
 
  protected:
   Store& target() const noexcept { return *target_; }

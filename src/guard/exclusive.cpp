@@ -9,7 +9,9 @@
 // on "instances.lock" decides who holds; the lease document then only
 // carries the epoch and names the holder:
 //   acquire  lock (Errc::locked -> refuse), then take the lease document
-//            whatever it says (the lock proves its holder is gone), epoch + 1.
+//            whatever it says (the lock proves its holder is gone), epoch + 1,
+//            or the store's own count of grants (Store::lock_epoch: Redis
+//            INCR) when that is larger.
 //   renew    refresh the lock (refused -> lost), then the document.
 //   release  mark the document released, unlock.
 // Without a native lease, compare-and-set on the document decides:
@@ -24,6 +26,7 @@
 //            means the lease was taken: the claim is lost. Then our record.
 //   release  conditional replace with released = true (the document stays,
 //            so the epoch never goes back), then delete our record.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "instance/time.hpp"
@@ -234,6 +237,20 @@ class Exclusive final : public Protocol {
       previous = lease->holder;
     } else if (doc.error().code != Errc::not_found) {
       return give_up(failure(doc.error().code, "cannot read the lease: " + doc.error().message));
+    }
+    // A store that counts its grants itself (Store::lock_epoch) gives the
+    // epoch; the document's count is kept as a floor, so the epoch never goes
+    // back when either of them was reset.
+    if (auto counted = ctx.store.lock_epoch(lock_key(), held.lock_token); counted) {
+      if (*counted < epoch) {
+        ctx.log.warn("the store's lock epoch is behind the lease document's; keeping the larger",
+                     {{"store_epoch", std::to_string(*counted)},
+                      {"document_epoch", std::to_string(epoch)}});
+      }
+      epoch = std::max(epoch, *counted);
+    } else if (counted.error().code != Errc::unsupported) {
+      return give_up(failure(counted.error().code,
+                             "cannot read the lock's epoch: " + counted.error().message));
     }
     // An original guard's live record still keeps us out.
     const ScanRules rules{.reap = true, .margin = *ctx.options.max_skew,
