@@ -5,6 +5,7 @@
 //   file:///abs/path, /abs/path, rel/path   the directory store
 //   memory:                                 a new, private in-memory store
 //   webdav://, webdavs://, opencloud://     the WebDAV store (when built)
+//   redis://                                the Redis store (when built)
 //
 // Credentials never come from the URL's visible text in a way that shows in
 // `ps`: they are read from files named in the options or from the

@@ -10,6 +10,9 @@
 #ifdef INSTANCE_HAVE_WEBDAV
 #include "instance/stores/webdav.hpp"
 #endif
+#ifdef INSTANCE_HAVE_REDIS
+#include "instance/stores/redis.hpp"
+#endif
 
 namespace instance {
 namespace {
@@ -92,12 +95,21 @@ Result<std::shared_ptr<Store>> open_store(std::string_view url, const OpenOption
     if (!parsed) return std::unexpected(parsed.error());
     return make_webdav_store(std::move(*parsed));
   }
-#else
-  (void)options;
 #endif
+#ifdef INSTANCE_HAVE_REDIS
+  if (scheme == "redis" || scheme == "rediss") {
+    auto parsed = parse_redis_url(url, options);
+    if (!parsed) return std::unexpected(parsed.error());
+    return make_redis_store(std::move(*parsed));
+  }
+#endif
+  (void)options;
   std::string supported = "file://, memory:";
 #ifdef INSTANCE_HAVE_WEBDAV
   supported += ", webdav://, webdavs://, opencloud://";
+#endif
+#ifdef INSTANCE_HAVE_REDIS
+  supported += ", redis://";
 #endif
   return fail(Errc::invalid, "unsupported store URL scheme \"" + std::string(scheme) +
                                  "\" in " + redact_url(url) + " (this build supports " +
