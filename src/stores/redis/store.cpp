@@ -331,11 +331,11 @@ class RedisStore final : public Store {
     }
     return integer_of(element(r, 0));
   }
-  static std::string_view field_text(const redisReply& r, std::size_t i) {
+  static std::string field_text(const redisReply& r, std::size_t i) {
     if (size_of(r) <= i) return {};
     const redisReply& e = element(r, i);
-    if (type_of(e) == ReplyType::integer) return {};
-    return text_of(e);
+    if (type_of(e) == ReplyType::integer) return std::to_string(integer_of(e));
+    return std::string(text_of(e));
   }
 
   Result<long long> integer(std::string_view op, const Key& key, const redisReply& r) const {

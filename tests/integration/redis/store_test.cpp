@@ -102,6 +102,8 @@ TEST(RedisStore, WrongTypesAndOversizedDocumentsAreMalformedAndLeftAlone) {
   auto big = store->get(key("instances/big"));
   ASSERT_FALSE(big.has_value());
   EXPECT_EQ(big.error().code, Errc::malformed);
+  EXPECT_NE(big.error().message.find(std::to_string(kMaxDocumentSize + 1) + " bytes"),
+            std::string::npos) << big.error().message;
   EXPECT_EQ(server.command({"EXISTS", prefix + "doc:instances/big"}), "(integer) 1");
 
   server.command({"HSET", prefix + "doc:instances/half", "data", "no version"});
