@@ -408,9 +408,9 @@ class RedisStore final : public Store {
     return send(op, key, argv);
   }
 
-  // Opens and authenticates a connection (mu_ held). A transport failure
-  // sets `transport` and answers nullopt-with-retry; a refusal (credentials,
-  // database) is final.
+  // Opens and authenticates a connection (mu_ held). A transport failure or
+  // a "not now" reply sets `transport` and answers Step::retry; a refusal
+  // (credentials, database number) sets `fatal` and answers Step::fatal.
   enum class Step { ok, retry, fatal };
   Step connect(std::string_view op, const Key& key, TransportError& transport, Error& fatal) {
     auto connection = Connection::open(options_.host, options_.port, options_.connect_timeout,
@@ -485,8 +485,7 @@ class RedisStore final : public Store {
       const auto now = Steady::now();
       if (!retry || now >= deadline) break;
       std::uniform_int_distribution<Steady::rep> jitter(0, backoff.count());
-      Steady::duration pause;
-      pause = Steady::duration(jitter(jitter_rng_));  // mu_ is held
+      const Steady::duration pause(jitter(jitter_rng_));  // full jitter; mu_ guards the generator
       std::this_thread::sleep_for(std::min(pause, deadline - now));
       backoff = std::min(backoff * 2,
                          std::chrono::duration_cast<Steady::duration>(options_.max_backoff));
