@@ -29,6 +29,9 @@ PACKAGES=(
   etcd-client           # etcdctl: the etcd test server's auth setup
   curl
   openssl               # WebDAV tests: htpasswd hashes and TLS certificates
+  libhiredis-dev        # Redis store (hiredis)
+  redis-server          # Redis test server (integration and end-to-end tests)
+  redis-tools           # redis-cli: the Redis end-to-end tests inspect keys with it
   jq                    # end-to-end tests read JSON
   util-linux            # flock(1) in the end-to-end tests
   spin                  # model checking of the claim protocols (models/, tests/model)

@@ -19,6 +19,9 @@
 #ifdef INSTANCE_HAVE_POSTGRES
 #include "instance/stores/postgres.hpp"
 #endif
+#ifdef INSTANCE_HAVE_REDIS
+#include "instance/stores/redis.hpp"
+#endif
 
 namespace instance {
 namespace {
@@ -124,6 +127,13 @@ Result<std::shared_ptr<Store>> open_store(std::string_view url, const OpenOption
     return make_postgres_store(std::move(*parsed));
   }
 #endif
+#ifdef INSTANCE_HAVE_REDIS
+  if (scheme == "redis" || scheme == "rediss") {
+    auto parsed = parse_redis_url(url, options);
+    if (!parsed) return std::unexpected(parsed.error());
+    return make_redis_store(std::move(*parsed));
+  }
+#endif
   (void)options;
   std::string supported = "file://, memory:";
 #ifdef INSTANCE_HAVE_WEBDAV
@@ -137,6 +147,9 @@ Result<std::shared_ptr<Store>> open_store(std::string_view url, const OpenOption
 #endif
 #ifdef INSTANCE_HAVE_POSTGRES
   supported += ", postgres://, postgresql://";
+#endif
+#ifdef INSTANCE_HAVE_REDIS
+  supported += ", redis://";
 #endif
   return fail(Errc::invalid, "unsupported store URL scheme \"" + std::string(scheme) +
                                  "\" in " + redact_url(url) + " (this build supports " +

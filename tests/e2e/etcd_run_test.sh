@@ -33,7 +33,7 @@ ok "the record is in etcd in the original's shape"
 
 run_guard status --store "$store"
 expect_exit 0 "status"
-grep -q "^store: etcd://127.0.0.1:$ETCD_PORT/e2e (expiry judged on the store's clock)" "$WORK/last.out" ||
+grep -q "^expiry judged by: server clock" "$WORK/last.out" ||
   fail "status does not say whose clock judges expiry: $(cat "$WORK/last.out")"
 grep -q '^mode: exclusive (auto)' "$WORK/last.out" || fail "status mode: $(cat "$WORK/last.out")"
 grep -Eq '^first .* live' "$WORK/last.out" || fail "status does not list first: $(cat "$WORK/last.out")"

@@ -34,7 +34,7 @@ ok "the record is in the table in the original's shape, beside a live lease"
 run_guard status --store "$store"
 expect_exit 0 "status"
 grep -q "^mode: exclusive (auto): " "$WORK/last.out" || fail "status mode line: $(cat "$WORK/last.out")"
-grep -q "^store: .*(expiry judged on the store's clock)" "$WORK/last.out" || fail "status does not say the store's clock judges: $(cat "$WORK/last.out")"
+grep -q "^expiry judged by: server clock" "$WORK/last.out" || fail "status does not say the store's clock judges: $(cat "$WORK/last.out")"
 grep -Eq '^first .* live' "$WORK/last.out" || fail "status does not list first: $(cat "$WORK/last.out")"
 ok "status says the server's clock judges expiry"
 

@@ -418,27 +418,6 @@ TEST_F(NativeLeaseTest, ALockThatExpiredOnTheStoreIsTakenOverWithTheNextEpoch) {
   EXPECT_EQ(b->epoch(), std::optional<std::uint64_t>(2));
 }
 
-// A lock store that numbers its locks (a PostgreSQL sequence, an etcd
-// revision): its number is the epoch, unless the lease document's count is
-// already past it, so the epoch never goes back.
-class NumberedLocks final : public StoreWrapper {
- public:
-  using StoreWrapper::StoreWrapper;
-  std::uint64_t lock_epoch(const Key&, std::string_view) override { return next; }
-  std::uint64_t next = 0;
-};
-
-TEST_F(NativeLeaseTest, TheStoresLockNumberIsTheEpochAndNeverGoesBack) {
-  auto numbered = std::make_shared<NumberedLocks>(memory);
-  numbered->next = 41;
-  auto a = guard("a", Mode::exclusive, numbered).claim().value();
-  EXPECT_EQ(a.epoch(), std::optional<std::uint64_t>(41));
-  ASSERT_TRUE(a.stand_down());
-  numbered->next = 7;  // e.g. a sequence made again
-  auto b = guard("b", Mode::exclusive, numbered).claim().value();
-  EXPECT_EQ(b.epoch(), std::optional<std::uint64_t>(42));
-}
-
 TEST_F(NativeLeaseTest, ARefusedRefreshIsALoss) {
   int lost = 0;
   auto opts = options("a", Mode::exclusive);
@@ -450,6 +429,26 @@ TEST_F(NativeLeaseTest, ARefusedRefreshIsALoss) {
   EXPECT_EQ(lost, 1);
   EXPECT_EQ(a.status(), ClaimStatus::lost);
   EXPECT_TRUE(b.active());
+}
+
+// A store that numbers its lock grants itself (Redis INCR, a PostgreSQL
+// sequence, an etcd revision).
+class CountingLockStore final : public StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  std::uint64_t next = 41;
+  std::uint64_t lock_epoch(const Key&, std::string_view) override { return next; }
+};
+
+TEST_F(NativeLeaseTest, TheStoresOwnLockEpochIsTheFencingEpochAndNeverGoesBack) {
+  auto counting = std::make_shared<CountingLockStore>(store);
+  auto a = guard("a", Mode::exclusive, counting).claim().value();
+  EXPECT_EQ(a.epoch(), std::optional<std::uint64_t>(41));  // the store's count, not 1
+  ASSERT_TRUE(a.stand_down());
+  counting->next = 3;  // the store's counter was reset (a server without persistence)
+  auto b = guard("b", Mode::exclusive, counting).claim().value();
+  EXPECT_EQ(b.epoch(), std::optional<std::uint64_t>(42)) << "the lease document is the floor";
+  EXPECT_TRUE(logger->contains("lock epoch is behind"));
 }
 
 }  // namespace
