@@ -64,8 +64,4 @@ std::uint64_t StoreWrapper::lock_epoch(const Key& key, std::string_view token) {
   return target_->lock_epoch(key, token);
 }
 
-Result<std::uint64_t> StoreWrapper::lock_epoch(const Key& key, std::string_view token) {
-  return target_->lock_epoch(key, token);
-}
-
 }  // namespace instance
