@@ -9,7 +9,8 @@
 #   build-tsan: ThreadSanitizer over the code with threads: the guard's
 #               renewal, loss detection and fencing, the schedulers, the
 #               fault sweep and the races on memory and directory stores.
-# Part of ./scripts/test.sh; exits nonzero at the first report.
+# Not yet part of ./scripts/test.sh (no clean run on record); exits nonzero at
+# the first report.
 # Usage: sanitize.sh [asan|tsan]... (default: both). Full size:
 #   SANITIZE_SIM_SEEDS=300 CHAOS_CYCLES=200 scripts/sanitize.sh
 set -euo pipefail
