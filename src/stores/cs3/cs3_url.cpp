@@ -4,12 +4,11 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "instance/credentials.hpp"
 #include "instance/stores/cs3.hpp"
 
 namespace instance {
 namespace {
-
-constexpr std::size_t kMaxSecretFileSize = 64 * 1024;
 
 // The URL for a message: user info dropped, then redact_url.
 std::string shown(std::string_view url) {
@@ -51,26 +50,6 @@ Result<std::string> decode(std::string_view url, std::string_view text) {
     i += 2;
   }
   return out;
-}
-
-Result<std::string> read_secret_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(Errc::invalid, "cannot read the service account secret file " + path.string());
-  std::string secret;
-  secret.resize(kMaxSecretFileSize + 1);
-  in.read(secret.data(), static_cast<std::streamsize>(secret.size()));
-  secret.resize(static_cast<std::size_t>(in.gcount()));
-  if (secret.size() > kMaxSecretFileSize) {
-    return fail(Errc::invalid, "the secret file " + path.string() + " is larger than 64 KiB");
-  }
-  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) {
-    secret.pop_back();
-  }
-  if (secret.empty()) return fail(Errc::invalid, "the secret file " + path.string() + " is empty");
-  if (secret.find_first_of("\r\n") != std::string::npos) {
-    return fail(Errc::invalid, "the secret file " + path.string() + " holds more than one line");
-  }
-  return secret;
 }
 
 bool truthy(std::string_view v) { return v == "1" || v == "true" || v == "yes"; }
@@ -155,11 +134,11 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
     out.client_id = *user;
   }
   if (!options.password_file.empty()) {
-    auto secret = read_secret_file(options.password_file);
+    auto secret = read_secret_file(options.password_file, "service account secret");
     if (!secret) return std::unexpected(secret.error());
     out.client_secret = std::move(*secret);
   } else if (auto file = getenv("INSTANCE_GUARD_CS3_SECRET_FILE")) {
-    auto secret = read_secret_file(*file);
+    auto secret = read_secret_file(*file, "service account secret");
     if (!secret) return std::unexpected(secret.error());
     out.client_secret = std::move(*secret);
   } else if (auto secret = getenv("INSTANCE_GUARD_CS3_SECRET")) {

@@ -4,12 +4,12 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "instance/credentials.hpp"
 #include "instance/stores/etcd.hpp"
 
 namespace instance {
 namespace {
 
-constexpr std::size_t kMaxSecretFileSize = 64 * 1024;
 constexpr std::string_view kPasswordAdvice =
     "give it with --password-file or INSTANCE_GUARD_PASSWORD (user with --user or "
     "INSTANCE_GUARD_USER)";
@@ -31,36 +31,6 @@ std::string shown(std::string_view url) {
 
 std::unexpected<Error> invalid(std::string_view url, std::string why) {
   return fail(Errc::invalid, "store URL " + shown(url) + ": " + std::move(why));
-}
-
-// A password or token file: at most 64 KiB, one line, trailing whitespace
-// dropped. Messages name the file, never its content.
-Result<std::string> read_secret_file(const std::filesystem::path& path, std::string_view what) {
-  const std::string name = "the " + std::string(what) + " file " + path.string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(Errc::invalid, "cannot read " + name);
-  std::string secret(kMaxSecretFileSize + 1, '\0');
-  in.read(secret.data(), static_cast<std::streamsize>(secret.size()));
-  if (in.bad()) return fail(Errc::invalid, "cannot read " + name);
-  secret.resize(static_cast<std::size_t>(in.gcount()));
-  if (secret.size() > kMaxSecretFileSize) return fail(Errc::invalid, name + " is larger than 64 KiB");
-  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) secret.pop_back();
-  if (secret.empty()) return fail(Errc::invalid, name + " is empty");
-  if (secret.find_first_of("\r\n") != std::string::npos) {
-    return fail(Errc::invalid, name + " holds more than one line");
-  }
-  return secret;
-}
-
-std::optional<std::string> lookup(const OpenOptions& options, std::string_view name) {
-  std::optional<std::string> value;
-  if (options.getenv) {
-    value = options.getenv(name);
-  } else if (const char* v = std::getenv(std::string(name).c_str())) {
-    value = std::string(v);
-  }
-  if (value && value->empty()) return std::nullopt;
-  return value;
 }
 
 Result<std::string> percent_decode(std::string_view text) {
@@ -158,14 +128,14 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
     password = std::move(*p);
   }
   if (!token && !password) {
-    token = lookup(options, "INSTANCE_GUARD_TOKEN");
-    password = lookup(options, "INSTANCE_GUARD_PASSWORD");
+    token = credential_env(options, "INSTANCE_GUARD_TOKEN");
+    password = credential_env(options, "INSTANCE_GUARD_PASSWORD");
   }
   if (token && password) {
     return invalid(url, "both a token and a password were given; give one");
   }
   out.user = options.user;
-  if (out.user.empty()) out.user = lookup(options, "INSTANCE_GUARD_USER").value_or("");
+  if (out.user.empty()) out.user = credential_env(options, "INSTANCE_GUARD_USER").value_or("");
   if (out.user.empty()) out.user = std::move(url_user);
   if (token) {
     out.token = std::move(*token);

@@ -6,13 +6,13 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "instance/credentials.hpp"
 #include "instance/stores/postgres.hpp"
 #include "sql.hpp"
 
 namespace instance {
 namespace {
 
-constexpr std::size_t kMaxSecretFileSize = 64 * 1024;
 constexpr std::string_view kPasswordAdvice =
     "give it with --password-file or INSTANCE_GUARD_PASSWORD (or libpq's PGPASSWORD, PGPASSFILE "
     "or ~/.pgpass)";
@@ -34,37 +34,6 @@ std::string shown(std::string_view url) {
 
 std::unexpected<Error> invalid(std::string_view url, std::string why) {
   return fail(Errc::invalid, "store URL " + shown(url) + ": " + std::move(why));
-}
-
-Result<std::string> read_secret_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(Errc::invalid, "cannot read the password file " + path.string());
-  std::string secret(kMaxSecretFileSize + 1, '\0');
-  in.read(secret.data(), static_cast<std::streamsize>(secret.size()));
-  secret.resize(static_cast<std::size_t>(in.gcount()));
-  if (in.bad()) return fail(Errc::invalid, "cannot read the password file " + path.string());
-  if (secret.size() > kMaxSecretFileSize) {
-    return fail(Errc::invalid, "the password file " + path.string() + " is larger than 64 KiB");
-  }
-  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) {
-    secret.pop_back();
-  }
-  if (secret.empty()) return fail(Errc::invalid, "the password file " + path.string() + " is empty");
-  if (secret.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
-    return fail(Errc::invalid, "the password file " + path.string() + " holds more than one line");
-  }
-  return secret;
-}
-
-std::optional<std::string> lookup(const OpenOptions& options, std::string_view name) {
-  std::optional<std::string> value;
-  if (options.getenv) {
-    value = options.getenv(name);
-  } else if (const char* v = std::getenv(std::string(name).c_str())) {
-    value = v;
-  }
-  if (value && value->empty()) return std::nullopt;
-  return value;
 }
 
 int hex(char c) {
@@ -177,16 +146,16 @@ Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const Open
                         "INSTANCE_GUARD_PASSWORD");
   }
   std::string user = options.user;
-  if (user.empty()) user = lookup(options, "INSTANCE_GUARD_USER").value_or("");
+  if (user.empty()) user = credential_env(options, "INSTANCE_GUARD_USER").value_or("");
   if (!user.empty()) {
     std::erase_if(out.params, [](const auto& p) { return p.first == "user"; });
     out.params.emplace_back("user", user);
   }
   if (!options.password_file.empty()) {
-    auto secret = read_secret_file(options.password_file);
+    auto secret = read_secret_file(options.password_file, "password");
     if (!secret) return std::unexpected(secret.error());
     out.password = std::move(*secret);
-  } else if (auto secret = lookup(options, "INSTANCE_GUARD_PASSWORD")) {
+  } else if (auto secret = credential_env(options, "INSTANCE_GUARD_PASSWORD")) {
     out.password = std::move(*secret);
   }
   if (!options.ca_file.empty()) {

@@ -6,12 +6,12 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "instance/credentials.hpp"
 #include "instance/stores/redis.hpp"
 
 namespace instance {
 namespace {
 
-constexpr std::size_t kMaxSecretFileSize = 64 * 1024;
 constexpr std::string_view kPasswordAdvice =
     "give the password with --password-file or INSTANCE_GUARD_PASSWORD (and an ACL user with "
     "--user, INSTANCE_GUARD_USER or redis://user@host)";
@@ -60,38 +60,6 @@ std::optional<std::string> percent_decode(std::string_view in) {
   return out;
 }
 
-// Reads a password file: at most 64 KiB, one line, trailing whitespace (the
-// newline editors add) removed. Messages name the file, never its content.
-Result<std::string> read_secret_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  auto bad = [&](std::string_view why) {
-    return fail(Errc::invalid, "the password file " + path.string() + " " + std::string(why));
-  };
-  if (!in) return bad("cannot be read");
-  std::string secret(kMaxSecretFileSize + 1, '\0');
-  in.read(secret.data(), static_cast<std::streamsize>(secret.size()));
-  secret.resize(static_cast<std::size_t>(in.gcount()));
-  if (in.bad()) return bad("cannot be read");
-  if (secret.size() > kMaxSecretFileSize) return bad("is larger than 64 KiB");
-  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) {
-    secret.pop_back();
-  }
-  if (secret.empty()) return bad("is empty");
-  if (secret.find_first_of("\r\n") != std::string::npos) return bad("holds more than one line");
-  return secret;
-}
-
-std::optional<std::string> lookup(const OpenOptions& options, std::string_view name) {
-  std::optional<std::string> value;
-  if (options.getenv) {
-    value = options.getenv(name);
-  } else if (const char* v = std::getenv(std::string(name).c_str())) {
-    value = std::string(v);
-  }
-  if (value && value->empty()) return std::nullopt;
-  return value;
-}
-
 // host[:port] or [v6][:port] -> host, port.
 Result<std::pair<std::string, int>> parse_authority(std::string_view url,
                                                     std::string_view authority) {
@@ -137,19 +105,19 @@ Result<std::pair<std::string, int>> parse_authority(std::string_view url,
 // the environment or the URL.
 Result<void> credentials(std::string_view url, std::string url_user, const OpenOptions& options,
                          RedisStoreOptions& out) {
-  if (!options.token_file.empty() || lookup(options, "INSTANCE_GUARD_TOKEN")) {
+  if (!options.token_file.empty() || credential_env(options, "INSTANCE_GUARD_TOKEN")) {
     return invalid(url, "Redis takes a password, not a token: unset INSTANCE_GUARD_TOKEN / "
                         "--token-file and " + std::string(kPasswordAdvice));
   }
   if (!options.password_file.empty()) {
-    auto p = read_secret_file(options.password_file);
+    auto p = read_secret_file(options.password_file, "password");
     if (!p) return std::unexpected(p.error());
     out.password = std::move(*p);
   } else {
-    out.password = lookup(options, "INSTANCE_GUARD_PASSWORD").value_or("");
+    out.password = credential_env(options, "INSTANCE_GUARD_PASSWORD").value_or("");
   }
   out.user = options.user;
-  if (out.user.empty()) out.user = lookup(options, "INSTANCE_GUARD_USER").value_or("");
+  if (out.user.empty()) out.user = credential_env(options, "INSTANCE_GUARD_USER").value_or("");
   if (out.user.empty()) out.user = std::move(url_user);
   if (!out.user.empty() && out.password.empty()) {
     return invalid(url, "a user was given but no password: " + std::string(kPasswordAdvice));
