@@ -1,5 +1,7 @@
 #include "server.hpp"
 
+#include "support/server_script.hpp"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -18,39 +20,6 @@
 
 namespace instance::testing {
 namespace {
-
-std::string quote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-int run(const std::string& command) {
-  const int rc = std::system(command.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) ::close(fd);
-    return 0;
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::string script() { return std::string(INSTANCE_TEST_SERVERS_DIR) + "/etcd.sh"; }
 
@@ -96,8 +65,8 @@ EtcdServer::EtcdServer(Config config) : config_(std::move(config)) {
   dir_ = dir_template;
   if (config_.tls &&
       run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
-          "-addext subjectAltName=IP:127.0.0.1 -keyout " + quote((dir_ / "key.pem").string()) +
-          " -out " + quote(ca_file().string()) + " >/dev/null 2>&1") != 0) {
+          "-addext subjectAltName=IP:127.0.0.1 -keyout " + shell_quote((dir_ / "key.pem").string()) +
+          " -out " + shell_quote(ca_file().string()) + " >/dev/null 2>&1") != 0) {
     ADD_FAILURE() << "openssl could not make a test certificate";
     return;
   }
@@ -123,13 +92,13 @@ EtcdServer::~EtcdServer() {
 bool EtcdServer::start() {
   if (dir_.empty() || port_ == 0) return false;
   std::string env = "WATCH_PID=" + std::to_string(::getpid()) + " ";
-  if (!config_.root_password.empty()) env += "ETCD_ROOT_PASSWORD=" + quote(config_.root_password) + " ";
+  if (!config_.root_password.empty()) env += "ETCD_ROOT_PASSWORD=" + shell_quote(config_.root_password) + " ";
   if (config_.tls) {
-    env += "TLS_CERT=" + quote(ca_file().string()) + " TLS_KEY=" + quote((dir_ / "key.pem").string()) + " ";
+    env += "TLS_CERT=" + shell_quote(ca_file().string()) + " TLS_KEY=" + shell_quote((dir_ / "key.pem").string()) + " ";
   }
   const auto out = dir_ / "start.out";
-  if (run(env + "bash " + quote(script()) + " start " + quote(dir_.string()) + " " +
-          std::to_string(port_) + " " + std::to_string(peer_port_) + " > " + quote(out.string()) +
+  if (run(env + "bash " + shell_quote(script()) + " start " + shell_quote(dir_.string()) + " " +
+          std::to_string(port_) + " " + std::to_string(peer_port_) + " > " + shell_quote(out.string()) +
           " 2>&1") != 0) {
     return false;
   }
@@ -141,7 +110,7 @@ bool EtcdServer::start() {
 
 void EtcdServer::stop() {
   if (dir_.empty()) return;
-  run("bash " + quote(script()) + " stop " + quote(dir_.string()) + " >/dev/null 2>&1");
+  run("bash " + shell_quote(script()) + " stop " + shell_quote(dir_.string()) + " >/dev/null 2>&1");
   url_.clear();
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "support/server_script.hpp"
 #include "instance/stores/postgres.hpp"
 
 namespace instance::testing {
@@ -69,8 +70,7 @@ class PostgresServer {
 PostgresStoreOptions test_options(const std::string& table = PostgresServer::fresh_table());
 std::shared_ptr<Store> test_store(PostgresStoreOptions options = test_options());
 
-// A TCP port on 127.0.0.1 nobody listens on right now.
-int free_port();
+// free_port() is in support/server_script.hpp.
 
 }  // namespace instance::testing
 

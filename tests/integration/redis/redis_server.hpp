@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "support/server_script.hpp"
 #include "instance/stores/redis.hpp"
 
 namespace instance::testing {
@@ -63,8 +64,7 @@ class RedisServer {
   std::string why_not_;
 };
 
-// A TCP port on 127.0.0.1 nobody listens on right now.
-int free_port();
+// free_port() is in support/server_script.hpp.
 
 }  // namespace instance::testing
 
