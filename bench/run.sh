@@ -91,7 +91,8 @@ start_store() {
     for attempt in 1 2 3; do
       PORT=$(free_port)
       rc=0
-      SERVER_URL=$(env WATCH_PID=$$ "${runner[@]}" start "$DIR/server" "$PORT" 2>"$DIR/start.err") || rc=$?
+      # No `env` here: START may be a shell function.
+      SERVER_URL=$(WATCH_PID=$$ "${runner[@]}" start "$DIR/server" "$PORT" 2>"$DIR/start.err") || rc=$?
       if ((rc == 0)); then break; fi
       if ((rc == 77)); then note "$name skipped: $(cat "$DIR/start.err")"; return 77; fi
     done
@@ -100,6 +101,8 @@ start_store() {
     HOSTPORT=127.0.0.1:$PORT
     ;;
   esac
+  # Credentials are the store's own: none left over from the store before.
+  clear_guard_env
   if declare -F "bench_env_$name" >/dev/null; then "bench_env_$name"; fi
   STORE_URL=$(eval "echo \"${S_URL[$name]}\"")
 }

@@ -28,13 +28,25 @@
 #
 # Credentials: define `bench_env_NAME` to export INSTANCE_GUARD_USER /
 # INSTANCE_GUARD_PASSWORD (or whatever the store reads) after the server
-# started; run.sh calls it when it exists. A store whose scheme this build
-# leaves out (its library was not found) is skipped with a note.
-#
-# Example, once the etcd store and its server script exist:
-#   bench_store etcd etcd.sh 'etcd://$HOSTPORT/bench' announce,verify,exclusive
+# started; run.sh calls it when it exists ($DIR is set there too; the
+# server's folder is $DIR/server), after clearing the previous store's. A
+# store whose scheme this build leaves out (its library was not found) is
+# skipped with a note.
+
+source "$ROOT/tests/e2e/redis_lib.sh"  # redis_server: redis.sh, exit 77 when absent
 
 bench_store memory    inproc      'memory:'                  announce,verify,exclusive
 bench_store directory -           'file://$DIR/store'        announce,verify,exclusive
 bench_store apache    apache.sh   'webdav://$HOSTPORT/bench' announce,verify,exclusive --settle 0
 bench_store lighttpd  lighttpd.sh 'webdav://$HOSTPORT/bench' announce,verify,exclusive --settle 0
+bench_store etcd      etcd.sh      'etcd://$HOSTPORT/bench'                  announce,verify,exclusive
+bench_store redis     redis_server 'redis://$HOSTPORT'                       announce,verify,exclusive
+bench_store postgres  postgres.sh  'postgres://$HOSTPORT/guard?table=bench'  announce,verify,exclusive
+# The CS3 gateway test double (no OpenCloud runs here): a gRPC server on its
+# own port, so the URL is the one cs3.sh printed.
+bench_store cs3       cs3.sh       '$SERVER_URL/bench'                       announce,verify,exclusive
+
+# cs3.sh's service account (the double's secret is in its folder).
+bench_env_cs3() {
+  export INSTANCE_GUARD_CS3_ID=guard-sa INSTANCE_GUARD_CS3_SECRET_FILE=$DIR/server/secret
+}

@@ -9,6 +9,10 @@
 #   rcli NAME ARGS...                       redis-cli against it (a password
 #                                           file's content goes through
 #                                           REDISCLI_AUTH, never argv)
+#   redis_server start DIR PORT | stop DIR  redis.sh itself, but exiting 77
+#                                           (not 3) when redis-server is
+#                                           absent: the server contract of
+#                                           bench/stores.sh
 REDIS_SH=${INSTANCE_TESTS_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}/integration/servers/redis.sh
 REDIS_STARTED=()
 declare -A REDIS_PORTS REDIS_ENV
@@ -62,4 +66,10 @@ rcli() {
     [[ -z $auth ]] || export REDISCLI_AUTH=$auth
     redis-cli -p "${REDIS_PORTS[$name]}" "$@"
   )
+}
+
+redis_server() {
+  local rc=0
+  bash "$REDIS_SH" "$@" || rc=$?
+  return $((rc == 3 ? 77 : rc))
 }

@@ -1,4 +1,4 @@
-# Shared by apache.sh and lighttpd.sh: package install, stop, watchdog.
+# Shared by the server scripts here: package install, stop, watchdog.
 # Sourced with $dir and $pidf set.
 
 # Installs Debian packages when missing (apt-get update once on a fresh box).
@@ -8,14 +8,18 @@ need() {
     { apt-get update >/dev/null && apt-get install -y --no-install-recommends "$@" >/dev/null; }
 }
 
+# Gone, or a zombie its new parent has yet to reap (its ports are free): a
+# server detached from the script that started it is an orphan when it ends.
+gone() { ! [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) =~ ^[^Z]$ ]]; }
+
 # Stops the server named by $pidf: TERM, up to 5 s, then KILL.
 stop_server() {
   [ -f "$pidf" ] || return 0
   local pid; pid=$(cat "$pidf")
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+  if [ -n "$pid" ] && ! gone "$pid"; then
     kill -TERM "$pid"
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+    for _ in $(seq 250); do gone "$pid" && break; sleep 0.02; done
+    gone "$pid" || kill -KILL "$pid"
   fi
   rm -f "$pidf"
 }

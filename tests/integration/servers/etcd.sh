@@ -2,6 +2,7 @@
 # etcd (Debian's etcd-server, 3.4) as a loopback test server.
 #   etcd.sh start <dir> <port> [peer-port]   prints the client URL; pid file <dir>/server.pid
 #   etcd.sh stop  <dir>
+# Exits 77 when etcd is absent and cannot be installed.
 # Data lives in <dir>/data and is kept by stop: starting the same <dir> again
 # restarts the same member (same ports, same keys and leases), as a server
 # restart in production would. Binds 127.0.0.1 only. Optional environment:
@@ -15,26 +16,16 @@ mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
 pidf="$dir/server.pid"
 . "$(dirname "$0")/common.sh"
 
-# Gone, or a zombie its new parent has yet to reap (its ports are free).
-gone() { ! [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) =~ ^[^Z]$ ]]; }
-
-# Stops etcd: TERM, up to 5 s, then KILL. (common.sh's stop_server waits
-# for zombies too, which an orphaned etcd becomes for a while.)
-stop_server() {
-  [ -f "$pidf" ] || return 0
-  local pid; pid=$(cat "$pidf")
-  if [ -n "$pid" ] && ! gone "$pid"; then
-    kill -TERM "$pid"
-    for _ in $(seq 250); do gone "$pid" && break; sleep 0.02; done
-    gone "$pid" || kill -KILL "$pid"
-  fi
-  rm -f "$pidf"
-}
-
 case "$cmd" in
 start)
   port=${3:?port}
-  if ! [ -x /usr/bin/etcd ] || ! [ -x /usr/bin/etcdctl ]; then need etcd-server etcd-client; fi
+  if ! [ -x /usr/bin/etcd ] || ! [ -x /usr/bin/etcdctl ]; then
+    need etcd-server etcd-client || true
+    if ! [ -x /usr/bin/etcd ] || ! [ -x /usr/bin/etcdctl ]; then
+      echo "etcd is not installed (Debian packages etcd-server, etcd-client)" >&2
+      exit 77
+    fi
+  fi
   # The peer port is chosen once and kept: the member's peer URL is in its data.
   if [ -n "${4:-}" ]; then echo "$4" >"$dir/peer.port"; fi
   if ! [ -s "$dir/peer.port" ]; then
