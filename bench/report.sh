@@ -117,21 +117,24 @@ q() { jq -rs "$@" "$R"; }
   fi
 } >"$T"
 
-# Claim latency against the number of stale records, one line per store and mode.
+# Claim latency against the number of stale records, one line per store and
+# mode: a colour per store, a point shape per mode (+, circle, square).
 if command -v gnuplot >/dev/null; then
   data=$OUT/stale.dat
   : >"$data"
   plots=()
+  declare -A colour=() shape=([announce]=1 [verify]=6 [exclusive]=4)
   while IFS=$'\t' read -r store mode; do
+    [[ -n ${colour[$store]:-} ]] || colour[$store]=$((${#colour[@]} + 1))
     echo "# $store $mode" >>"$data"
     jq -r --arg s "$store" --arg m "$mode" \
       'select(.kind == "latency" and .store == $s and .mode == $m) | "\(.stale + 0.5) \(.claim_us / 1000)"' "$R" >>"$data"
     printf '\n\n' >>"$data"
-    plots+=("'$data' index ${#plots[@]} with linespoints title '$store $mode'")
+    plots+=("'$data' index ${#plots[@]} with linespoints lc ${colour[$store]} pt ${shape[$mode]:-2} title '$store $mode'")
   done < <(jq -r 'select(.kind == "latency") | [.store, .mode] | @tsv' "$R" | awk '!seen[$0]++')
   if ((${#plots[@]})); then
     gnuplot <<PLOT
-set terminal png size 900,600
+set terminal png size 1000,700
 set output '$OUT/stale_claims.png'
 set title 'Claim latency against stale records present'
 set xlabel 'stale records (+0.5, log scale)'
