@@ -1,0 +1,50 @@
+# Debian packages with CPack, from a configured and built tree:
+#
+#   cpack -G DEB --config build/CPackConfig.cmake -B <out>
+#
+# gives two packages (cpack only packs what is built; it does not build):
+#   instance-guard          the tool, its man page, the guides and examples
+#                           (Depends from dpkg-shlibdeps: libcurl, pugixml, ...)
+#   libinstance-guard-dev   headers, libraries, the CMake package and
+#                           instance.pc; Depends on the -dev packages of the
+#                           stores' dependencies (their DEBIAN lists in
+#                           instance_install_library) while the libraries are
+#                           static.
+# Both install under /usr. tests/packaging/deb_test.sh builds, installs,
+# runs and removes them.
+if(NOT INSTANCE_INSTALL)
+  return()
+endif()
+
+set(CPACK_PACKAGE_NAME instance-guard)
+set(CPACK_PACKAGE_VENDOR "instance-guard")
+set(CPACK_PACKAGE_CONTACT "instance-guard maintainers <instance-guard@localhost>")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_STRIP_FILES ON)
+
+set(CPACK_COMPONENTS_ALL runtime development)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME instance-guard)
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
+set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
+    "Runs only one instance of a service against one state store\n\
+instance-guard wraps a service's command: it claims a shared state store (a\n\
+folder, a WebDAV server, ...), runs the command while renewing the claim, and\n\
+stands down when the command exits, so a second instance is refused or waits.")
+
+set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_NAME libinstance-guard-dev)
+set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SECTION libdevel)
+set(CPACK_COMPONENT_DEVELOPMENT_DESCRIPTION
+    "instance-guard C++ library: headers, libraries, CMake and pkg-config files\n\
+find_package(InstanceGuard) gives instance::instance and one target per store;\n\
+pkg-config module: instance.")
+list(JOIN INSTANCE_DEBIAN_DEV_DEPENDS ", " dev_depends)
+set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS "${dev_depends}")
+
+include(CPack)
