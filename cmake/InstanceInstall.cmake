@@ -71,6 +71,16 @@ function(instance_install_library target)
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
             NAMELINK_COMPONENT development
     INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "STATIC_LIBRARY")
+    # `cmake --install --strip` and cpack strip executables and shared
+    # libraries only; drop the archives' debug sections too (a tenth the size).
+    install(CODE "if(CMAKE_INSTALL_DO_STRIP)
+      execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-debug
+        \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:${target}>\"
+        COMMAND_ERROR_IS_FATAL ANY)
+    endif()" COMPONENT development)
+  endif()
   set(header ${PROJECT_SOURCE_DIR}/include/instance/stores/${name}.hpp)
   if(EXISTS ${header})
     install(FILES ${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/instance/stores
@@ -79,7 +89,6 @@ function(instance_install_library target)
 
   set_property(GLOBAL APPEND PROPERTY INSTANCE_INSTALLED_TARGETS ${target})
   # A shared library carries its private dependencies itself.
-  get_target_property(type ${target} TYPE)
   if(type STREQUAL "STATIC_LIBRARY")
     set_property(GLOBAL APPEND PROPERTY INSTANCE_FIND_DEPENDENCIES ${arg_DEPENDS})
     set_property(GLOBAL APPEND PROPERTY INSTANCE_PKG_CONFIG_REQUIRES ${arg_PKG_CONFIG})

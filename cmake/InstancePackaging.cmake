@@ -2,7 +2,7 @@
 #
 #   cpack -G DEB --config build/CPackConfig.cmake -B <out>
 #
-# gives two packages (cpack only packs what is built; it does not build):
+# after a build, gives two packages:
 #   instance-guard          the tool, its man page, the guides and examples
 #                           (Depends from dpkg-shlibdeps: libcurl, pugixml, ...)
 #   libinstance-guard-dev   headers, libraries, the CMake package and
@@ -16,11 +16,18 @@ if(NOT INSTANCE_INSTALL)
   return()
 endif()
 
+# cpack (and the install target) pack and install what is built, and build
+# nothing themselves: the .deb test runs cpack from inside a test and must
+# not rebuild the tree. `cmake --build build` first (scripts/build.sh does);
+# `cmake --build build --target package` still builds everything first.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
+
 set(CPACK_PACKAGE_NAME instance-guard)
 set(CPACK_PACKAGE_VENDOR "instance-guard")
 set(CPACK_PACKAGE_CONTACT "instance-guard maintainers <instance-guard@localhost>")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
+# Each package's Description: PROJECT_DESCRIPTION as the synopsis, then its
+# component's description.
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 
@@ -33,17 +40,17 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME instance-guard)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
-    "Runs only one instance of a service against one state store\n\
-instance-guard wraps a service's command: it claims a shared state store (a\n\
-folder, a WebDAV server, ...), runs the command while renewing the claim, and\n\
-stands down when the command exits, so a second instance is refused or waits.")
+    "The instance-guard tool wraps a service's command: it claims a shared state\n\
+store (a folder, a WebDAV server, ...), runs the command while renewing the\n\
+claim, and stands down when the command exits, so a second instance is\n\
+refused or waits.")
 
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_NAME libinstance-guard-dev)
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SECTION libdevel)
 set(CPACK_COMPONENT_DEVELOPMENT_DESCRIPTION
-    "instance-guard C++ library: headers, libraries, CMake and pkg-config files\n\
-find_package(InstanceGuard) gives instance::instance and one target per store;\n\
-pkg-config module: instance.")
+    "Development files of the instance-guard C++ library: headers, libraries,\n\
+the CMake package (find_package(InstanceGuard): instance::instance and one\n\
+target per store) and the pkg-config module (instance).")
 list(JOIN INSTANCE_DEBIAN_DEV_DEPENDS ", " dev_depends)
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS "${dev_depends}")
 

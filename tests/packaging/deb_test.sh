@@ -2,7 +2,8 @@
 # The Debian packages: cpack -G DEB from the build tree (packing what is
 # built, building nothing), dpkg -i of both, `instance-guard run -- true`
 # from /usr/bin, `man -w instance-guard`, the CMake and pkg-config files in
-# place, then dpkg -r and every installed file gone. Needs root (tests and CI
+# place and a consumer (examples/service) building against them, then dpkg -r
+# and every installed file gone. Needs root (tests and CI
 # run as root); skips otherwise. Never leaves the packages installed: an
 # exit trap removes them, however the test ends.
 source "$(dirname "$0")/lib.sh"
@@ -48,9 +49,20 @@ run_logged "$WORK/install.log" dpkg -i "$tool_deb" "$dev_deb"
   fail "man -w instance-guard gives '$(man -w instance-guard 2>&1)'"
 # The development files, where find_package and pkg-config look.
 [[ -f /usr/share/doc/instance-guard/operations.md ]] || fail "the guides were not installed"
-ls /usr/lib*/cmake/InstanceGuard/InstanceGuardConfig.cmake /usr/lib*/*/cmake/InstanceGuard/InstanceGuardConfig.cmake \
-  >/dev/null 2>&1 || fail "InstanceGuardConfig.cmake is not under /usr/lib"
+find /usr/lib -path '*/cmake/InstanceGuard/InstanceGuardConfig.cmake' | grep -q . ||
+  fail "InstanceGuardConfig.cmake is not under /usr/lib"
 pkg-config --exists instance || fail "pkg-config does not find instance"
+# A consumer finds the package under /usr by itself, and links the packed
+# (debug-stripped) libraries.
+consumer=$WORK/consumer
+run_logged "$WORK/configure.log" "$CMAKE" -S "$INSTANCE_SOURCE_DIR/examples/service" \
+  -B "$consumer" -DCMAKE_BUILD_TYPE=Release
+found=$(sed -n 's/^InstanceGuard_DIR:PATH=//p' "$consumer/CMakeCache.txt")
+[[ $found == /usr/lib/* ]] || fail "find_package took InstanceGuard from $found, not /usr/lib"
+run_logged "$WORK/build.log" "$CMAKE" --build "$consumer"
+"$consumer/guarded-service" "$WORK/store" >"$WORK/out" 2>&1 ||
+  fail "guarded-service exited $?: $(cat "$WORK/out")"
+grep -q '^stood down$' "$WORK/out" || fail "guarded-service did not stand down: $(cat "$WORK/out")"
 
 run_logged "$WORK/remove.log" dpkg -r libinstance-guard-dev instance-guard
 # Every file the packages held is gone (folders shared with others stay).
