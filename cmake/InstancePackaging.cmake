@@ -51,7 +51,11 @@ set(CPACK_COMPONENT_DEVELOPMENT_DESCRIPTION
     "Development files of the instance-guard C++ library: headers, libraries,\n\
 the CMake package (find_package(InstanceGuard): instance::instance and one\n\
 target per store) and the pkg-config module (instance).")
-list(JOIN INSTANCE_DEBIAN_DEV_DEPENDS ", " dev_depends)
+set(dev_depends ${INSTANCE_DEBIAN_DEV_DEPENDS})
+if(BUILD_SHARED_LIBS)  # the shared libraries are in the tool's package
+  list(APPEND dev_depends "instance-guard (= ${PROJECT_VERSION})")
+endif()
+list(JOIN dev_depends ", " dev_depends)
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS "${dev_depends}")
 
 include(CPack)

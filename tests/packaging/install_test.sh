@@ -21,6 +21,8 @@ pc=$(find "$prefix" -name instance.pc)
 [[ -n $pc ]] || fail "instance.pc was not installed"
 "$prefix/bin/instance-guard" --version | grep -q '^instance-guard ' ||
   fail "the installed tool does not run"
+[[ $(man -M "$prefix/share/man" -w instance-guard) == "$prefix/share/man/man1/instance-guard.1" ]] ||
+  fail "man does not find instance-guard(1) under $prefix/share/man"
 
 # Installed headers include only installed headers: every "..." include
 # resolves inside include/, nothing from src/.
