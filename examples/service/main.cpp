@@ -12,10 +12,12 @@
 #include <signal.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <string>
+#include <string_view>
 
 #include <instance/guard.hpp>
 #include <instance/open_store.hpp>
@@ -42,7 +44,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: guarded-service STORE_URL [SECONDS]\n");
     return 64;
   }
-  const std::chrono::seconds work_for(argc == 3 ? std::stoi(argv[2]) : 0);
+  int seconds = 0;
+  if (argc == 3) {
+    const std::string_view text = argv[2];
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (ec != std::errc() || end != text.data() + text.size() || seconds < 0) {
+      std::fprintf(stderr, "guarded-service: SECONDS must be a whole number >= 0, got \"%s\"\n",
+                   argv[2]);
+      return 64;
+    }
+  }
+  const std::chrono::seconds work_for(seconds);
 
   // Block the stop signals before the guard starts its renewal threads, so
   // only the sigtimedwait() below receives them.
