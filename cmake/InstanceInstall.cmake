@@ -39,7 +39,10 @@
 # single binary (only system libraries shared) and the tests free to reach
 # internal symbols; the price is that a consumer links each store's
 # dependencies itself, which the package config does for it (find_dependency)
-# and instance.pc lists (Requires).
+# and instance.pc lists (Requires). With BUILD_SHARED_LIBS=ON the libraries
+# get a soname (0.1) and an $ORIGIN rpath, go into the tool's .deb (the -dev
+# one keeps the namelinks), and consumers need only Threads; only symbols
+# marked INSTANCE_EXPORT (include/instance/export.hpp) are visible.
 
 include(CMakePackageConfigHelpers)
 
@@ -72,7 +75,12 @@ function(instance_install_library target)
             NAMELINK_COMPONENT development
     INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   get_target_property(type ${target} TYPE)
-  if(type STREQUAL "STATIC_LIBRARY")
+  if(type STREQUAL "SHARED_LIBRARY")
+    # Our libraries find each other wherever the tree is installed. 0.x:
+    # the ABI may change with the minor version, hence the soname.
+    set_target_properties(${target} PROPERTIES INSTALL_RPATH "$ORIGIN"
+      VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+  elseif(type STREQUAL "STATIC_LIBRARY")
     # `cmake --install --strip` and cpack strip executables and shared
     # libraries only; drop the archives' debug sections too (a tenth the size).
     install(CODE "if(CMAKE_INSTALL_DO_STRIP)

@@ -91,7 +91,9 @@ include_dir=$(pkg-config --variable=includedir instance)
 run_logged "$WORK/pkg-config-build.log" g++ $(pkg-config --cflags instance) -O1 \
   -o "$WORK/service-pc" "$INSTANCE_SOURCE_DIR/examples/service/main.cpp" \
   $(pkg-config --libs instance)
-"$WORK/service-pc" "$WORK/store-pc" >"$WORK/out" 2>"$WORK/err" ||
+# (LD_LIBRARY_PATH: for a build with shared libraries.)
+LD_LIBRARY_PATH=$(pkg-config --variable=libdir instance) "$WORK/service-pc" "$WORK/store-pc" \
+  >"$WORK/out" 2>"$WORK/err" ||
   fail "the pkg-config build exited $?: $(cat "$WORK/err")"
 grep -q '^stood down$' "$WORK/out" || fail "the pkg-config build did not stand down"
 
