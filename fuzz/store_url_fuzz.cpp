@@ -8,6 +8,11 @@
 //     never holds the environment's secret nor a password written in the URL;
 //     a success gives an http(s) base URL without user info, spaces or
 //     control bytes, and the environment's secret only for basic auth.
+//   * redis:// and rediss:// URLs (when the Redis store is built) go to
+//     parse_redis_url the same two ways, with the same checks on failures; a
+//     success never came from a URL with a password, holds the environment's
+//     password only when it was given, and describes itself printably without
+//     user info.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -18,6 +23,9 @@
 #include "fuzz_check.hpp"
 #include "instance/open_store.hpp"
 #include "instance/stores/webdav.hpp"
+#ifdef INSTANCE_HAVE_REDIS
+#include "instance/stores/redis.hpp"
+#endif
 
 using instance::fuzz::printable_ascii;
 using instance::fuzz::shown;
@@ -119,6 +127,45 @@ void check_webdav(std::string_view url, bool with_env) {
   }
 }
 
+#ifdef INSTANCE_HAVE_REDIS
+void check_redis(std::string_view url, bool with_env) {
+  instance::OpenOptions options;
+  options.getenv = [with_env](std::string_view name) -> std::optional<std::string> {
+    if (!with_env) return std::nullopt;
+    if (name == "INSTANCE_GUARD_PASSWORD") return std::string(kEnvSecret);
+    return std::nullopt;
+  };
+  auto parsed = instance::parse_redis_url(url, options);
+  if (!parsed) {
+    const std::string& message = parsed.error().message;
+    FUZZ_CHECK(parsed.error().code == instance::Errc::invalid,
+               "error code for " + shown(url) + ": " + shown(message));
+    FUZZ_CHECK(printable_ascii(message), "unprintable message for " + shown(url) + ": " +
+                                             shown(message));
+    if (url.find(kEnvSecret) == std::string_view::npos) {
+      FUZZ_CHECK(message.find(kEnvSecret) == std::string::npos,
+                 "the environment's secret in " + shown(message));
+    }
+    if (auto span = password_span(url)) {
+      const std::string other = with_other_password(url, *span);
+      auto again = instance::parse_redis_url(other, options);
+      FUZZ_CHECK(!again && again.error().message == message,
+                 "the message depends on the URL's password: " + shown(url) + " -> " +
+                     shown(message) + "; " + shown(other) + " -> " +
+                     (again ? "accepted" : shown(again.error().message)));
+    }
+    return;
+  }
+  FUZZ_CHECK(!password_span(url), "a password in the URL was accepted: " + shown(url));
+  FUZZ_CHECK(parsed->password == (with_env ? std::string(kEnvSecret) : std::string()),
+             "a password not from the environment for " + shown(url));
+  const std::string described = instance::describe_redis(*parsed);
+  FUZZ_CHECK(printable_ascii(described) && described.find('@') == std::string::npos &&
+                 described.find(' ') == std::string::npos,
+             "describe " + shown(described) + " for " + shown(url));
+}
+#endif
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -129,6 +176,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check_webdav(url, true);
     return 0;
   }
+#ifdef INSTANCE_HAVE_REDIS
+  if (scheme == "redis" || scheme == "rediss") {
+    check_redis(url, false);
+    check_redis(url, true);
+    return 0;
+  }
+#endif
   if (url.find("://") != std::string_view::npos && scheme != "file") return 0;  // other stores
   auto store = instance::open_store(url);
   // Scheme names are matched case-sensitively by open_store (parse_webdav_url

@@ -11,15 +11,27 @@ PACKAGES=(
   libgtest-dev          # unit and contract tests
   libgmock-dev
   libbenchmark-dev      # benchmarks
+  gnuplot-nox           # benchmarks: the plot in BENCHMARKS.md (bench/report.sh)
   nlohmann-json3-dev    # records, status --json
   libcli11-dev          # the command-line tool
-  libcurl4-openssl-dev  # WebDAV store
+  libcurl4-openssl-dev  # WebDAV and etcd stores
   libpugixml-dev        # WebDAV listings
+  libgrpc++-dev         # CS3 store: gRPC C++ (the gateway API) and its pkg-config file
+  libprotobuf-dev       # CS3 store: protobuf runtime
+  protobuf-compiler     # CS3 store: protoc, for src/stores/cs3/proto
+  protobuf-compiler-grpc  # CS3 store: grpc_cpp_plugin
+  libpq-dev             # PostgreSQL store (libpq)
+  postgresql            # PostgreSQL test server (initdb, pg_ctl, psql in the tests)
   apache2-bin           # WebDAV test server (mod_dav)
   lighttpd              # WebDAV test server
   lighttpd-mod-webdav
+  etcd-server           # etcd store test server (tests/integration/servers/etcd.sh)
+  etcd-client           # etcdctl: the etcd test server's auth setup
   curl
   openssl               # WebDAV tests: htpasswd hashes and TLS certificates
+  libhiredis-dev        # Redis store (hiredis)
+  redis-server          # Redis test server (integration and end-to-end tests)
+  redis-tools           # redis-cli: the Redis end-to-end tests inspect keys with it
   jq                    # end-to-end tests read JSON
   util-linux            # flock(1) in the end-to-end tests
   dpkg-dev              # cpack -G DEB: dpkg-shlibdeps computes the tool package's Depends

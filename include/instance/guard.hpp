@@ -82,6 +82,11 @@ struct GuardOptions {
   std::optional<Duration> max_skew;
   // Called once, from the renewal thread, when a granted claim is lost.
   std::function<void(const Error&)> on_lost;
+  // Called from the renewal thread after each successful renewal, once the
+  // claim's fence_deadline() has moved on; must not block. Lets a watcher of
+  // the deadline re-arm its timer at the renewal instead of waking up at the
+  // old deadline between renewals.
+  std::function<void()> on_renewed;
   // This host's boot and pid namespace, written into records so a record of
   // a dead process on this host is stale at once; read from /proc when empty.
   std::string boot_id;

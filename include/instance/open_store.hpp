@@ -5,6 +5,10 @@
 //   file:///abs/path, /abs/path, rel/path   the directory store
 //   memory:                                 a new, private in-memory store
 //   webdav://, webdavs://, opencloud://     the WebDAV store (when built)
+//   etcd://, etcds://                       the etcd store (when built)
+//   cs3://, cs3s://, opencloud+cs3(s)://     the CS3 store (when built)
+//   postgres://, postgresql://              the PostgreSQL store (when built)
+//   redis://                                the Redis store (when built)
 //
 // Credentials never come from the URL's visible text in a way that shows in
 // `ps`: they are read from files named in the options or from the

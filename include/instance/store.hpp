@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -108,6 +109,12 @@ class INSTANCE_EXPORT Store {
   virtual Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl);
   // unlock: releases our lock; not_found when it was already gone.
   virtual Result<void> unlock(const Key& key, std::string_view token);
+  // lock_epoch: a fencing number the store itself gave the lock behind
+  // `token` (from lock() of `key` on this store), greater than the number of
+  // every earlier lock of `key` (an etcd revision). 0 when the store gives
+  // none (the default): the guard then counts epochs in its lease document
+  // alone. Sends no request.
+  virtual std::uint64_t lock_epoch(const Key& key, std::string_view token);
 };
 
 // Forwards every call to a target store, so a wrapper (fault injection,
@@ -129,6 +136,7 @@ class INSTANCE_EXPORT StoreWrapper : public Store {
   Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override;
   Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
   Result<void> unlock(const Key& key, std::string_view token) override;
+  std::uint64_t lock_epoch(const Key& key, std::string_view token) override;
 
  protected:
   Store& target() const noexcept { return *target_; }

@@ -102,8 +102,8 @@ void print_table(const std::vector<InstanceEntry>& entries, WallTime now) {
 }
 
 // "mode: exclusive (auto): mutual exclusion by ..." for `run --mode` on this
-// store; the store may be probed.
-std::string mode_line(const std::shared_ptr<Store>& store, Mode requested) {
+// store, then "expiry judged by: ..."; the store may be probed.
+std::string mode_lines(const std::shared_ptr<Store>& store, Mode requested) {
   GuardOptions options;
   options.mode = requested;
   auto guard = Guard::create(store, std::move(options));
@@ -113,7 +113,8 @@ std::string mode_line(const std::shared_ptr<Store>& store, Mode requested) {
   if (!mode) return line + std::string(to_string(requested)) + ": " + mode.error().message;
   line += to_string(*mode);
   if (requested == Mode::automatic) line += " (auto)";
-  return line + ": " + std::string(guarantee_summary(*mode));
+  return line + ": " + std::string(guarantee_summary(*mode)) + "\nexpiry judged by: " +
+         std::string(expiry_summary(*mode, store->capabilities()));
 }
 
 }  // namespace
@@ -139,7 +140,7 @@ int status_command(const StatusArgs& args, const std::shared_ptr<Logger>& logger
     std::cout << array.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   } else {
     // The JSON stays an array of records; only the text says the mode.
-    std::cout << mode_line(*store, *requested) << '\n';
+    std::cout << mode_lines(*store, *requested) << '\n';
     if (entries->empty()) {
       std::cout << "no instance records in " << (*store)->describe() << '\n';
     } else {

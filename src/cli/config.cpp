@@ -156,6 +156,17 @@ std::string_view guarantee_summary(Mode mode) noexcept {
   }
 }
 
+std::string_view expiry_summary(Mode mode, const Capabilities& caps) noexcept {
+  if (mode == Mode::exclusive && caps.native_lease && caps.server_clock) {
+    return "server clock (the store's own lease expires there; client clocks are not trusted)";
+  }
+  if (mode == Mode::exclusive && caps.native_lease) {
+    return "the store's lock, held until its holder ends (records: each guard's clock)";
+  }
+  return "client clocks (each guard judges records' expires_at by its own clock, with "
+         "--max-skew margin)";
+}
+
 std::string resolve_id(const std::optional<std::string>& flag, const Getenv& getenv) {
   if (flag) return *flag;
   return getenv("INSTANCE_GUARD_ID").value_or("");

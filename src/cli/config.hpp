@@ -78,6 +78,12 @@ Resolved<std::optional<Duration>> resolve_duration_flag(const std::optional<std:
 // exactly through Claim::guarantee()).
 std::string_view guarantee_summary(Mode mode) noexcept;
 
+// Whose clock decides when a claim in `mode` (resolved, never automatic) on
+// a store with `caps` expires, for `status`: "the store's clock" when the
+// store's own lease is used and judged there (Capabilities::server_clock),
+// else each guard's own clock.
+std::string_view expiry_summary(Mode mode, const Capabilities& caps) noexcept;
+
 // A name good for one folder: not empty, not "." or "..", no '/' or NUL.
 bool is_usable_name(std::string_view name) noexcept;
 

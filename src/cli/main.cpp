@@ -18,15 +18,19 @@ using namespace instance::cli;
 // Flags for finding and reaching the store, shared by every subcommand.
 void add_store_flags(CLI::App& app, StoreFlags& flags) {
   app.add_option("--store", flags.store,
-                 "Store URL: file:///abs/path, a plain path, webdav(s)://... "
+                 "Store URL: file:///abs/path, a plain path, webdav(s)://..., etcd(s)://..., "
+                 "cs3://... "
                  "[env: INSTANCE_GUARD_STORE] "
                  "[default: ${XDG_STATE_HOME:-~/.local/state}/instance-guard/NAME]");
   app.add_option("--name", flags.name,
                  "Service name picking the default store folder (run: the command's basename)");
   auto* creds = app.add_option_group("credentials", "Remote stores (secrets only from files)");
-  creds->add_option("--user", flags.user, "User name [env: INSTANCE_GUARD_USER]");
+  creds->add_option("--user", flags.user,
+                    "User name; cs3: the service account id [env: INSTANCE_GUARD_USER, "
+                    "INSTANCE_GUARD_CS3_ID]");
   creds->add_option("--password-file", flags.password_file,
-                    "File holding the password or app token [env: INSTANCE_GUARD_PASSWORD]")
+                    "File holding the password or app token; cs3: the service account secret "
+                    "[env: INSTANCE_GUARD_PASSWORD, INSTANCE_GUARD_CS3_SECRET(_FILE)]")
       ->check(CLI::ExistingFile);
   creds->add_option("--token-file", flags.token_file,
                     "File holding a bearer token [env: INSTANCE_GUARD_TOKEN]")

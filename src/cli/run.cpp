@@ -1,7 +1,9 @@
 // `instance-guard run`: claim, start the child, forward signals, stand down.
 //
 // Threads: the main thread only waits (poll on a signalfd and an eventfd; its
-// only timeouts are the claim's self-fencing deadline and --kill-after); the
+// only timeouts are the claim's self-fencing deadline and --kill-after; each
+// renewal posts the eventfd so the deadline is re-read then, and an idle
+// guard wakes only at its renewals); the
 // claim (or --wait) runs on a worker thread so a signal can cancel it through
 // its stop_token; renewals run on the guard's scheduler threads, which post
 // the loss of the claim to the eventfd. The main thread also wakes at the
@@ -27,6 +29,7 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "instance/guard.hpp"
+#include "instance/liveness.hpp"
 #include "instance/open_store.hpp"
 #include "instance/time.hpp"
 #include "signals.hpp"
@@ -308,10 +311,22 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
     loss.set(why);
     events.notify();
   };
+  // The main thread re-reads the self-fencing deadline at each renewal, so it
+  // never wakes up at the old deadline between renewals.
+  options.on_renewed = [&events] { events.notify(); };
   auto guard = Guard::create(*store, std::move(options));
   if (!guard) {
     log.error(guard.error().message);
     return guard.error().code == Errc::invalid ? kExitConfig : exit_code_for(guard.error().code);
+  }
+
+  // Held from before our record is written until we exit; the child and its
+  // descendants inherit it, so our record still counts as live on this host
+  // while any of them runs, even once this process is gone.
+  auto liveness = LivenessLock::hold();
+  if (!liveness) {
+    log.warn("a guard on this host may take over while processes we started still run",
+             {{"error", liveness.error().message}});
   }
 
   auto claim = claim_watching_signals(*guard, wait_options, setup, signals, log);

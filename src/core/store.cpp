@@ -28,6 +28,8 @@ Result<void> Store::unlock(const Key& key, std::string_view) {
   return fail(Errc::unsupported, "locks on " + key.str() + " are not supported by " + describe());
 }
 
+std::uint64_t Store::lock_epoch(const Key&, std::string_view) { return 0; }
+
 StoreWrapper::StoreWrapper(std::shared_ptr<Store> target) : target_(std::move(target)) {}
 
 std::string StoreWrapper::describe() const { return target_->describe(); }
@@ -57,6 +59,9 @@ Result<void> StoreWrapper::refresh_lock(const Key& key, std::string_view token, 
 }
 Result<void> StoreWrapper::unlock(const Key& key, std::string_view token) {
   return target_->unlock(key, token);
+}
+std::uint64_t StoreWrapper::lock_epoch(const Key& key, std::string_view token) {
+  return target_->lock_epoch(key, token);
 }
 
 }  // namespace instance

@@ -9,7 +9,10 @@
 // on "instances.lock" decides who holds; the lease document then only
 // carries the epoch and names the holder:
 //   acquire  lock (Errc::locked -> refuse), then take the lease document
-//            whatever it says (the lock proves its holder is gone), epoch + 1.
+//            whatever it says (the lock proves its holder is gone), epoch + 1,
+//            or the store's own number for the lock (Store::lock_epoch: an
+//            etcd revision, a PostgreSQL sequence, a Redis INCR) when that
+//            is larger.
 //   renew    refresh the lock (refused -> lost), then the document.
 //   release  mark the document released, unlock.
 // Without a native lease, compare-and-set on the document decides:
@@ -24,6 +27,8 @@
 //            means the lease was taken: the claim is lost. Then our record.
 //   release  conditional replace with released = true (the document stays,
 //            so the epoch never goes back), then delete our record.
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "instance/time.hpp"
@@ -235,6 +240,18 @@ class Exclusive final : public Protocol {
     } else if (doc.error().code != Errc::not_found) {
       return give_up(failure(doc.error().code, "cannot read the lease: " + doc.error().message));
     }
+    // A store that numbers its locks (etcd: the revision of the lock's put;
+    // PostgreSQL: a sequence)
+    // gives an epoch judged by the store; never below the document's count.
+    // A counter reset (a server without persistence) leaves the document's
+    // count as the floor.
+    const std::uint64_t numbered = ctx.store.lock_epoch(lock_key(), held.lock_token);
+    if (numbered != 0 && numbered < epoch) {
+      ctx.log.warn("the store's lock epoch is behind the lease document's; keeping the larger",
+                   {{"store_epoch", std::to_string(numbered)},
+                    {"document_epoch", std::to_string(epoch)}});
+    }
+    epoch = std::max(epoch, numbered);
     // An original guard's live record still keeps us out.
     const ScanRules rules{.reap = true, .margin = *ctx.options.max_skew,
                           .blocks = [&](const Record& r) { return r.id != previous; }};

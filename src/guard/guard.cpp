@@ -153,6 +153,11 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
         return;
     }
     schedule_renewal();
+    if (r.outcome == Renewal::renewed && options->on_renewed) {
+      auto handler = options->on_renewed;
+      lock.unlock();
+      handler();
+    }
   }
 
   // Ends a held claim as lost: stops renewing and tells the holder, outside

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "instance/liveness.hpp"
 #include "instance/time.hpp"
 #include "protocol.hpp"
 
@@ -16,9 +17,12 @@ bool same_host(const Context& ctx, const Record& record) {
          record.pid_ns == ctx.self.pid_ns;
 }
 
+// The process is gone and so is everything it started that still holds its
+// liveness lock (instance/liveness.hpp): `run`'s grandchildren outlive it.
 bool process_gone(std::int64_t pid) {
   if (pid <= 0 || pid > INT32_MAX) return false;
-  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+  if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) return false;
+  return !liveness_lock_held(pid);
 }
 
 // One record of another instance: nullopt when it does not concern us (gone,

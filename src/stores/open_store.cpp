@@ -10,6 +10,18 @@
 #ifdef INSTANCE_HAVE_WEBDAV
 #include "instance/stores/webdav.hpp"
 #endif
+#ifdef INSTANCE_HAVE_ETCD
+#include "instance/stores/etcd.hpp"
+#endif
+#ifdef INSTANCE_HAVE_CS3
+#include "instance/stores/cs3.hpp"
+#endif
+#ifdef INSTANCE_HAVE_POSTGRES
+#include "instance/stores/postgres.hpp"
+#endif
+#ifdef INSTANCE_HAVE_REDIS
+#include "instance/stores/redis.hpp"
+#endif
 
 namespace instance {
 namespace {
@@ -92,12 +104,52 @@ Result<std::shared_ptr<Store>> open_store(std::string_view url, const OpenOption
     if (!parsed) return std::unexpected(parsed.error());
     return make_webdav_store(std::move(*parsed));
   }
-#else
-  (void)options;
 #endif
+#ifdef INSTANCE_HAVE_ETCD
+  if (scheme == "etcd" || scheme == "etcds") {
+    auto parsed = parse_etcd_url(url, options);
+    if (!parsed) return std::unexpected(parsed.error());
+    return make_etcd_store(std::move(*parsed));
+  }
+#endif
+#ifdef INSTANCE_HAVE_CS3
+  if (scheme == "cs3" || scheme == "cs3s" || scheme == "opencloud+cs3" ||
+      scheme == "opencloud+cs3s") {
+    auto parsed = parse_cs3_url(url, options);
+    if (!parsed) return std::unexpected(parsed.error());
+    return make_cs3_store(std::move(*parsed));
+  }
+#endif
+#ifdef INSTANCE_HAVE_POSTGRES
+  if (scheme == "postgres" || scheme == "postgresql") {
+    auto parsed = parse_postgres_url(url, options);
+    if (!parsed) return std::unexpected(parsed.error());
+    return make_postgres_store(std::move(*parsed));
+  }
+#endif
+#ifdef INSTANCE_HAVE_REDIS
+  if (scheme == "redis" || scheme == "rediss") {
+    auto parsed = parse_redis_url(url, options);
+    if (!parsed) return std::unexpected(parsed.error());
+    return make_redis_store(std::move(*parsed));
+  }
+#endif
+  (void)options;
   std::string supported = "file://, memory:";
 #ifdef INSTANCE_HAVE_WEBDAV
   supported += ", webdav://, webdavs://, opencloud://";
+#endif
+#ifdef INSTANCE_HAVE_ETCD
+  supported += ", etcd://, etcds://";
+#endif
+#ifdef INSTANCE_HAVE_CS3
+  supported += ", cs3://, cs3s://, opencloud+cs3://";
+#endif
+#ifdef INSTANCE_HAVE_POSTGRES
+  supported += ", postgres://, postgresql://";
+#endif
+#ifdef INSTANCE_HAVE_REDIS
+  supported += ", redis://";
 #endif
   return fail(Errc::invalid, "unsupported store URL scheme \"" + std::string(scheme) +
                                  "\" in " + redact_url(url) + " (this build supports " +

@@ -52,3 +52,27 @@ expect_exit 0 "a run after a same-host guard died"
 took=$(($(now_ms) - killed_at))
 ((took < 1000)) || fail "same-host takeover took ${took} ms"
 ok "same host: took over ${took} ms after the SIGKILL, without waiting for the 1m ttl"
+
+# Part 3: same host, but the dead guard's child had started a process of its
+# own (a grandchild: PDEATHSIG does not reach it). While it runs, the old
+# instance still works on the state, so its record stays live although the
+# guard's pid is gone (the liveness lock the grandchild inherited); once it
+# ends, the next guard starts at once.
+start_guard fifth run --store "$STORE" --mode verify --ttl 1m --id fifth -- \
+  bash -c 'sleep 60 & echo $! >"$0/fifth.grandchild"; wait' "$WORK"
+fifth=$LAST_PID
+wait_until 5 test -s "$WORK/fifth.grandchild" || fail "the fifth guard's child did not start"
+grandchild=$(cat "$WORK/fifth.grandchild")
+BG_PIDS+=("$grandchild")
+kill -KILL "$fifth"
+wait_exit "$fifth" 5
+running "$grandchild" || fail "the grandchild $grandchild did not outlive its guard"
+run_guard run --store "$STORE" --mode verify --ttl 1m --id sixth -- true
+expect_exit 75 "a run while a process the dead guard started still runs"
+ok "refused while the dead guard's grandchild runs"
+kill -KILL "$grandchild"
+wait_until 2 not_running "$grandchild" || fail "the grandchild $grandchild did not die"
+killed_at=$(now_ms)
+run_guard run --store "$STORE" --mode verify --ttl 1m --id sixth -- true
+expect_exit 0 "a run once the dead guard's last process ended"
+ok "took over $(($(now_ms) - killed_at)) ms after the grandchild ended, without waiting for the 1m ttl"

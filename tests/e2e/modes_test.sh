@@ -45,6 +45,8 @@ ok "an unknown mode exits 64 (flag) or 78 (environment) without running the chil
 run_guard status --store "$STORE" --mode verify
 expect_exit 0 "status --mode verify"
 grep -q '^mode: verify: ' "$WORK/last.out" || fail "status does not say the mode: $(cat "$WORK/last.out")"
+grep -q '^expiry judged by: client clocks' "$WORK/last.out" || fail "status does not say whose clock judges verify: $(cat "$WORK/last.out")"
 run_guard status --store "$STORE"
 grep -q '^mode: exclusive (auto): ' "$WORK/last.out" || fail "status does not say auto's mode: $(cat "$WORK/last.out")"
-ok "status says which mode and guarantee are in force"
+grep -q "^expiry judged by: the store's lock" "$WORK/last.out" || fail "status does not say the directory's lock decides: $(cat "$WORK/last.out")"
+ok "status says which mode and guarantee are in force, and whose clock judges expiry"

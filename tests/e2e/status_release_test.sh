@@ -36,6 +36,7 @@ expect_exit 0 "status"
 grep -Eq "^first +$(hostname) +$first .* live" "$WORK/last.out" || fail "table: $(cat "$WORK/last.out")"
 grep -Eq '^old .* expired' "$WORK/last.out" || fail "table does not show old as expired"
 grep -Eq '^garbage .* unreadable' "$WORK/last.out" || fail "table does not show garbage as unreadable"
+grep -q "^expiry judged by: the store's lock" "$WORK/last.out" || fail "status does not say whose clock judges expiry"
 ok "status prints a table"
 
 run_guard release --store "$STORE" --id first

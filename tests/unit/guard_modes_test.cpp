@@ -431,6 +431,26 @@ TEST_F(NativeLeaseTest, ARefusedRefreshIsALoss) {
   EXPECT_TRUE(b.active());
 }
 
+// A store that numbers its lock grants itself (Redis INCR, a PostgreSQL
+// sequence, an etcd revision).
+class CountingLockStore final : public StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  std::uint64_t next = 41;
+  std::uint64_t lock_epoch(const Key&, std::string_view) override { return next; }
+};
+
+TEST_F(NativeLeaseTest, TheStoresOwnLockEpochIsTheFencingEpochAndNeverGoesBack) {
+  auto counting = std::make_shared<CountingLockStore>(store);
+  auto a = guard("a", Mode::exclusive, counting).claim().value();
+  EXPECT_EQ(a.epoch(), std::optional<std::uint64_t>(41));  // the store's count, not 1
+  ASSERT_TRUE(a.stand_down());
+  counting->next = 3;  // the store's counter was reset (a server without persistence)
+  auto b = guard("b", Mode::exclusive, counting).claim().value();
+  EXPECT_EQ(b.epoch(), std::optional<std::uint64_t>(42)) << "the lease document is the floor";
+  EXPECT_TRUE(logger->contains("lock epoch is behind"));
+}
+
 }  // namespace
 }  // namespace instance
 

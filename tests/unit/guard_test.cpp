@@ -199,6 +199,35 @@ TEST_F(GuardTest, AFailedRenewalIsLoggedAndRetriedNextPeriod) {
   EXPECT_GT(stored("me").expires_at, first_expiry);
 }
 
+TEST_F(GuardTest, OnRenewedIsCalledAfterEachSuccessfulRenewalOnly) {
+  int renewed = 0;
+  std::optional<MonoTime> deadline_seen;
+  std::optional<Claim> c;
+  auto g = Guard::create(store, {.ttl = 30s, .id = "me", .host = "host-me", .pid = 100,
+                                 .clock = clock, .scheduler = scheduler, .logger = logger,
+                                 .mode = Mode::verify, .check_lag = false,
+                                 .on_renewed = [&] {
+                                   ++renewed;
+                                   deadline_seen = c->fence_deadline();
+                                 }})
+               .value();
+  c.emplace(g.claim().value());
+  const MonoTime first_deadline = c->fence_deadline().value();
+  scheduler->advance(10s);
+  EXPECT_EQ(renewed, 1);
+  ASSERT_TRUE(deadline_seen);
+  EXPECT_EQ(*deadline_seen, first_deadline + 10s);  // already moved when told
+  store->fail_on(Op::replace, Errc::unavailable);
+  scheduler->advance(10s);
+  EXPECT_EQ(renewed, 1);  // a failed renewal is not reported as one
+  store->heal();
+  scheduler->advance(10s);
+  EXPECT_EQ(renewed, 2);
+  ASSERT_TRUE(c->stand_down());
+  scheduler->advance(1h);
+  EXPECT_EQ(renewed, 2);
+}
+
 TEST_F(GuardTest, StandDownIsIdempotentAndStopsRenewals) {
   auto c = claim("me");
   EXPECT_TRUE(c.active());

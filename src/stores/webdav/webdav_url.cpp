@@ -4,13 +4,13 @@
 #include <fstream>
 #include <iterator>
 
+#include "instance/credentials.hpp"
 #include "instance/stores/webdav.hpp"
 #include "paths.hpp"
 
 namespace instance {
 namespace {
 
-constexpr std::size_t kMaxSecretFileSize = 64 * 1024;
 constexpr std::string_view kDefaultOpenCloudFolder = ".instance-guard";
 
 // The URL for a message: everything between "://" and the last '@' dropped
@@ -46,49 +46,6 @@ std::string encode_segment(std::string_view raw) {
   return out;
 }
 
-// Reads a password or token file: at most 64 KiB, trailing whitespace
-// (the newline editors add) removed. The message names the file, never its
-// content.
-Result<std::string> read_secret_file(const std::filesystem::path& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return fail(Errc::invalid, "cannot read the " + std::string(what) + " file " + path.string());
-  }
-  std::string secret;
-  secret.resize(kMaxSecretFileSize + 1);
-  in.read(secret.data(), static_cast<std::streamsize>(secret.size()));
-  secret.resize(static_cast<std::size_t>(in.gcount()));
-  if (in.bad()) {
-    return fail(Errc::invalid, "cannot read the " + std::string(what) + " file " + path.string());
-  }
-  if (secret.size() > kMaxSecretFileSize) {
-    return fail(Errc::invalid, "the " + std::string(what) + " file " + path.string() +
-                                   " is larger than 64 KiB");
-  }
-  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) {
-    secret.pop_back();
-  }
-  if (secret.empty()) {
-    return fail(Errc::invalid, "the " + std::string(what) + " file " + path.string() + " is empty");
-  }
-  if (secret.find_first_of("\r\n") != std::string::npos) {
-    return fail(Errc::invalid, "the " + std::string(what) + " file " + path.string() +
-                                   " holds more than one line");
-  }
-  return secret;
-}
-
-std::optional<std::string> lookup(const OpenOptions& options, std::string_view name) {
-  if (options.getenv) {
-    auto value = options.getenv(name);
-    if (value && value->empty()) return std::nullopt;
-    return value;
-  }
-  const char* value = std::getenv(std::string(name).c_str());
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  return std::string(value);
-}
-
 struct Credentials {
   WebDavAuth auth = WebDavAuth::none;
   std::string user;
@@ -113,8 +70,8 @@ Result<Credentials> credentials(std::string_view url, std::string url_user,
     return invalid(url, "both a token file and a password file were given; give one");
   }
   if (!token && !password) {
-    token = lookup(options, "INSTANCE_GUARD_TOKEN");
-    password = lookup(options, "INSTANCE_GUARD_PASSWORD");
+    token = credential_env(options, "INSTANCE_GUARD_TOKEN");
+    password = credential_env(options, "INSTANCE_GUARD_PASSWORD");
     if (token && password) {
       return invalid(url, "both INSTANCE_GUARD_TOKEN and INSTANCE_GUARD_PASSWORD are set; "
                           "unset one");
@@ -122,7 +79,7 @@ Result<Credentials> credentials(std::string_view url, std::string url_user,
   }
   Credentials out;
   out.user = options.user;
-  if (out.user.empty()) out.user = lookup(options, "INSTANCE_GUARD_USER").value_or("");
+  if (out.user.empty()) out.user = credential_env(options, "INSTANCE_GUARD_USER").value_or("");
   if (out.user.empty()) out.user = std::move(url_user);
   if (token) {
     out.auth = WebDavAuth::bearer;

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <string>
 
+#include "support/server_script.hpp"
+
 namespace instance::testing {
 
 enum class ServerKind { apache, lighttpd };
@@ -67,7 +69,6 @@ class WebDavServer {
 // The folder holding the server scripts (tests/integration/servers).
 std::filesystem::path server_scripts_dir();
 
-// A TCP port on 127.0.0.1 nobody listens on right now.
-int free_port();
+// free_port() is in support/server_script.hpp.
 
 }  // namespace instance::testing

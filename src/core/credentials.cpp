@@ -1,0 +1,40 @@
+// Credential files and variables shared by the stores (instance/credentials.hpp).
+#include "instance/credentials.hpp"
+
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+
+namespace instance {
+
+Result<std::string> read_secret_file(const std::filesystem::path& path, std::string_view what) {
+  const std::string name = "the " + std::string(what) + " file " + path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(Errc::invalid, "cannot read " + name);
+  std::string secret(kMaxSecretFileSize + 1, '\0');
+  in.read(secret.data(), static_cast<std::streamsize>(secret.size()));
+  if (in.bad()) return fail(Errc::invalid, "cannot read " + name);
+  secret.resize(static_cast<std::size_t>(in.gcount()));
+  if (secret.size() > kMaxSecretFileSize) return fail(Errc::invalid, name + " is larger than 64 KiB");
+  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) {
+    secret.pop_back();
+  }
+  if (secret.empty()) return fail(Errc::invalid, name + " is empty");
+  if (secret.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+    return fail(Errc::invalid, name + " holds more than one line");
+  }
+  return secret;
+}
+
+std::optional<std::string> credential_env(const OpenOptions& options, std::string_view name) {
+  std::optional<std::string> value;
+  if (options.getenv) {
+    value = options.getenv(name);
+  } else if (const char* v = std::getenv(std::string(name).c_str())) {
+    value = std::string(v);
+  }
+  if (value && value->empty()) return std::nullopt;
+  return value;
+}
+
+}  // namespace instance

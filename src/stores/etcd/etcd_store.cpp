@@ -1,0 +1,659 @@
+// The etcd store: documents, conditional writes and native leases over the
+// etcd v3 JSON gateway (see include/instance/stores/etcd.hpp).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "codec.hpp"
+#include "http.hpp"
+#include "instance/stores/etcd.hpp"
+
+namespace instance {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kMaxDocumentReply = std::size_t{4} << 20;  // one value, base64
+constexpr std::size_t kMaxListReply = std::size_t{64} << 20;     // keys only
+constexpr std::size_t kMaxSmallReply = std::size_t{1} << 20;     // leases, deletes, auth
+
+// A failed request, sorted: what to tell, whether a retry may cure it, and
+// whether the server may have carried it out anyway.
+struct Failure {
+  Error error;
+  bool retry = false;
+  bool may_have_applied = false;
+  std::optional<etcd::GatewayError> gateway;
+};
+
+bool is_tls_failure(CURLcode curl) {
+  switch (curl) {
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_CRL_BADFILE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A gateway error inside a 200 reply: a streaming call (lease keep-alive)
+// reports failures as {"error": {"grpc_code": N, "message": ...}}.
+std::optional<etcd::GatewayError> stream_error(const json& body) {
+  const auto it = body.find("error");
+  if (it == body.end() || !it->is_object()) return std::nullopt;
+  etcd::GatewayError out;
+  const int code = it->value("grpc_code", 2);
+  out.code = code >= 0 && code <= 16 ? static_cast<etcd::Grpc>(code) : etcd::Grpc::unknown;
+  out.message = it->value("message", "");
+  return out;
+}
+
+// Parses a reply body; a streaming reply may hold several objects, one per
+// line: the first one is the answer to our single request.
+std::optional<json> parse_reply(std::string_view body) {
+  auto j = json::parse(body.begin(), body.end(), nullptr, false);
+  if (j.is_discarded()) {
+    const auto nl = body.find('\n');
+    if (nl == std::string_view::npos) return std::nullopt;
+    j = json::parse(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(nl), nullptr, false);
+  }
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  return j;
+}
+
+Failure classify(const etcd::HttpReply& reply, const std::string& what) {
+  Failure f;
+  if (!reply.transport_ok()) {
+    if (reply.curl == CURLE_WRITE_ERROR && reply.body_too_large) {
+      f.error = Error{Errc::malformed, what + ": the reply exceeds the size cap"};
+      return f;
+    }
+    Errc code = Errc::unavailable;
+    switch (reply.curl) {
+      case CURLE_OPERATION_TIMEDOUT: code = Errc::timeout; break;
+      case CURLE_URL_MALFORMAT:
+      case CURLE_UNSUPPORTED_PROTOCOL: code = Errc::invalid; break;
+      case CURLE_OUT_OF_MEMORY:
+      case CURLE_BAD_FUNCTION_ARGUMENT:
+      case CURLE_FAILED_INIT: code = Errc::internal; break;
+      default: break;
+    }
+    std::string message = what + ": no reply (" + reply.curl_message + ")";
+    if (is_tls_failure(reply.curl)) {
+      message += "; TLS verification failed: give the server's CA with --ca-file (or, only for "
+                 "testing, --insecure)";
+    }
+    f.error = Error{code, std::move(message)};
+    switch (reply.curl) {
+      case CURLE_COULDNT_RESOLVE_HOST:
+      case CURLE_COULDNT_CONNECT:
+      case CURLE_SSL_CONNECT_ERROR:
+        f.retry = true;  // nothing was sent
+        break;
+      case CURLE_OPERATION_TIMEDOUT:
+      case CURLE_SEND_ERROR:
+      case CURLE_RECV_ERROR:
+      case CURLE_GOT_NOTHING:
+      case CURLE_PARTIAL_FILE:
+      case CURLE_WEIRD_SERVER_REPLY:
+        f.retry = true;
+        f.may_have_applied = true;
+        break;
+      default:
+        break;
+    }
+    return f;
+  }
+  if (auto g = etcd::parse_gateway_error(reply.body)) {
+    std::string message = what + ": " + (g->message.empty() ? "HTTP " + std::to_string(reply.status)
+                                                            : g->message);
+    const Errc code = etcd::map_grpc(*g);
+    if (code == Errc::permission) {
+      message += "; check the etcd user and password (--user and --password-file, or "
+                 "INSTANCE_GUARD_USER and INSTANCE_GUARD_PASSWORD) and the user's role";
+    } else if (code == Errc::no_space) {
+      message += "; the etcd database is over its quota (compact and defragment it)";
+    }
+    f.error = Error{code, std::move(message)};
+    f.retry = etcd::is_retryable(*g);
+    f.may_have_applied = f.retry;  // a proposal that timed out may still commit
+    f.gateway = std::move(*g);
+    return f;
+  }
+  const long s = reply.status;
+  std::string message = what + ": HTTP " + std::to_string(s);
+  if (s == 404) message += " (no etcd v3 gateway at /v3/: etcd 3.4 or later is needed)";
+  if (s >= 300 && s < 400) message += " (redirects are not followed: check http vs https)";
+  f.error = Error{s == 401 || s == 403 ? Errc::permission
+                  : s >= 500           ? Errc::unavailable
+                  : s == 404           ? Errc::unsupported
+                                       : Errc::invalid,
+                  std::move(message)};
+  f.retry = s == 502 || s == 503 || s == 504;
+  f.may_have_applied = f.retry;
+  return f;
+}
+
+// The owner string of a lock, safe to show: printable ASCII, at most 80.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text.substr(0, 80)) {
+    out.push_back(c >= 0x20 && c < 0x7F ? static_cast<char>(c) : '?');
+  }
+  if (text.size() > 80) out += "...";
+  return out;
+}
+
+struct LockToken {
+  std::int64_t lease = 0;
+  std::int64_t revision = 0;
+};
+
+std::optional<LockToken> parse_token(std::string_view token) {
+  const auto colon = token.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const auto lease = etcd::parse_revision(token.substr(0, colon));
+  const auto revision = etcd::parse_revision(token.substr(colon + 1));
+  if (!lease || !revision) return std::nullopt;
+  return LockToken{*lease, *revision};
+}
+
+json compare_create_absent(const std::string& key) {
+  return {{"key", etcd::base64_encode(key)}, {"target", "CREATE"}, {"result", "EQUAL"},
+          {"create_revision", "0"}};
+}
+
+json compare_mod(const std::string& key, std::int64_t revision) {
+  return {{"key", etcd::base64_encode(key)}, {"target", "MOD"}, {"result", "EQUAL"},
+          {"mod_revision", std::to_string(revision)}};
+}
+
+json put_op(const std::string& key, std::string_view value, std::int64_t lease = 0) {
+  json put = {{"key", etcd::base64_encode(key)}, {"value", etcd::base64_encode(value)}};
+  if (lease != 0) put["lease"] = std::to_string(lease);
+  return {{"request_put", std::move(put)}};
+}
+
+json range_op(const std::string& key) {
+  return {{"request_range", {{"key", etcd::base64_encode(key)}}}};
+}
+
+json delete_op(const std::string& key) {
+  return {{"request_delete_range", {{"key", etcd::base64_encode(key)}}}};
+}
+
+class EtcdStore final : public Store {
+ public:
+  EtcdStore(EtcdStoreOptions options, std::unique_ptr<etcd::HttpClient> http, std::string shown)
+      : options_(std::move(options)), http_(std::move(http)), shown_(std::move(shown)) {}
+
+  std::string describe() const override { return shown_; }
+
+  Capabilities capabilities() override {
+    return {.versions = true, .conditional_writes = true, .native_lease = true,
+            .server_clock = true};
+  }
+
+  Result<Document> get(const Key& key) override {
+    const std::string what = "etcd get " + key.str() + " at " + shown_;
+    if (key.empty()) return fail(Errc::invalid, what + ": the root is not a document");
+    auto reply = call(what, "/v3/kv/range", {{"key", etcd::base64_encode(doc_key(key))}},
+                      kMaxDocumentReply);
+    if (!reply) return std::unexpected(reply.error());
+    auto kv = first_kv(reply->body, what);
+    if (!kv) return std::unexpected(kv.error());
+    if (!*kv) return fail(Errc::not_found, what + ": not found");
+    return document(**kv, what);
+  }
+
+  Result<std::string> create(const Key& key, std::string_view data) override {
+    const std::string what = "etcd create " + key.str() + " at " + shown_;
+    if (auto bad = check_write(key, data, what); !bad) return std::unexpected(bad.error());
+    const std::string k = doc_key(key);
+    auto reply = txn(what, compare_create_absent(k), put_op(k, data), range_op(k));
+    if (!reply) return std::unexpected(reply.error());
+    if (reply->succeeded) return std::to_string(reply->revision);
+    if (reply->kv && reply->maybe_applied) {
+      // Our earlier attempt may have written it: exactly our bytes count as ours.
+      if (auto doc = document(*reply->kv, what); doc && doc->data == data) return doc->version;
+    }
+    return fail(Errc::already_exists, what + ": the key exists");
+  }
+
+  Result<std::string> replace(const Key& key, std::string_view data) override {
+    const std::string what = "etcd put " + key.str() + " at " + shown_;
+    if (auto bad = check_write(key, data, what); !bad) return std::unexpected(bad.error());
+    json body = put_op(doc_key(key), data)["request_put"];
+    auto reply = call(what, "/v3/kv/put", body, kMaxSmallReply);
+    if (!reply) return std::unexpected(reply.error());
+    return revision_of(reply->body, what);
+  }
+
+  Result<void> remove(const Key& key) override {
+    const std::string what = "etcd delete " + key.str() + " at " + shown_;
+    if (key.empty()) return fail(Errc::invalid, what + ": the root is not a document");
+    auto reply = call(what, "/v3/kv/deleterange", {{"key", etcd::base64_encode(doc_key(key))}},
+                      kMaxSmallReply);
+    if (!reply) return std::unexpected(reply.error());
+    const auto deleted = etcd::int64_field(reply->body, "deleted");
+    if (!deleted) return fail(Errc::malformed, what + ": the reply has no deleted count");
+    if (*deleted == 0 && !reply->maybe_applied) return fail(Errc::not_found, what + ": not found");
+    return {};
+  }
+
+  Result<std::vector<Key>> list(const Key& prefix) override {
+    const std::string what = "etcd list " + (prefix.empty() ? std::string("/") : prefix.str()) +
+                             " at " + shown_;
+    const std::string root = options_.prefix + "/";
+    const std::string start = root + (prefix.empty() ? std::string() : prefix.str() + "/");
+    const json body = {{"key", etcd::base64_encode(start)},
+                       {"range_end", etcd::base64_encode(etcd::prefix_range_end(start))},
+                       {"keys_only", true}};
+    auto reply = call(what, "/v3/kv/range", body, kMaxListReply);
+    if (!reply) return std::unexpected(reply.error());
+    std::vector<Key> keys;
+    const auto kvs = reply->body.find("kvs");
+    if (kvs == reply->body.end()) return keys;
+    if (!kvs->is_array()) return fail(Errc::malformed, what + ": kvs is not an array");
+    for (const auto& kv : *kvs) {
+      const auto raw = kv.is_object() && kv.contains("key") && kv["key"].is_string()
+                           ? etcd::base64_decode(kv["key"].get_ref<const std::string&>())
+                           : std::nullopt;
+      if (!raw || !raw->starts_with(root)) {
+        return fail(Errc::malformed, what + ": the reply holds a key outside the range");
+      }
+      auto key = Key::parse(std::string_view(*raw).substr(root.size()));
+      if (!key || key->empty()) {
+        return fail(Errc::malformed, what + ": etcd key \"" + printable(*raw) +
+                                         "\" is not an escaped instance-guard key");
+      }
+      keys.push_back(std::move(*key));
+    }
+    return keys;
+  }
+
+  Result<std::string> replace_if(const Key& key, std::string_view data,
+                                 std::string_view version) override {
+    const std::string what = "etcd conditional put " + key.str() + " at " + shown_;
+    if (auto bad = check_write(key, data, what); !bad) return std::unexpected(bad.error());
+    const auto revision = etcd::parse_revision(version);
+    if (!revision) {
+      return fail(Errc::conflict, what + ": \"" + printable(version) +
+                                      "\" is not a version of this store");
+    }
+    const std::string k = doc_key(key);
+    auto reply = txn(what, compare_mod(k, *revision), put_op(k, data), range_op(k));
+    if (!reply) return std::unexpected(reply.error());
+    if (reply->succeeded) return std::to_string(reply->revision);
+    if (!reply->kv) return fail(Errc::not_found, what + ": not found");
+    if (reply->maybe_applied) {
+      if (auto doc = document(*reply->kv, what); doc && doc->data == data) return doc->version;
+    }
+    return fail(Errc::conflict, what + ": the version is no longer " + std::to_string(*revision));
+  }
+
+  Result<void> remove_if(const Key& key, std::string_view version) override {
+    const std::string what = "etcd conditional delete " + key.str() + " at " + shown_;
+    if (key.empty()) return fail(Errc::invalid, what + ": the root is not a document");
+    const auto revision = etcd::parse_revision(version);
+    if (!revision) {
+      return fail(Errc::conflict, what + ": \"" + printable(version) +
+                                      "\" is not a version of this store");
+    }
+    const std::string k = doc_key(key);
+    auto reply = txn(what, compare_mod(k, *revision), delete_op(k), range_op(k));
+    if (!reply) return std::unexpected(reply.error());
+    if (reply->succeeded) return {};
+    if (!reply->kv) {
+      if (reply->maybe_applied) return {};  // our earlier attempt deleted it
+      return fail(Errc::not_found, what + ": not found");
+    }
+    return fail(Errc::conflict, what + ": the version is no longer " + std::to_string(*revision));
+  }
+
+  Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override {
+    const std::string what = "etcd lock " + key.str() + " at " + shown_;
+    if (key.empty()) return fail(Errc::invalid, what + ": the root cannot be locked");
+    const auto seconds = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::ceil(std::chrono::duration<double>(ttl).count())));
+    auto granted = call(what + " (lease grant)", "/v3/lease/grant", {{"TTL", seconds}},
+                        kMaxSmallReply);
+    if (!granted) return std::unexpected(granted.error());
+    const auto lease = etcd::int64_field(granted->body, "ID");
+    if (!lease || *lease <= 0) return fail(Errc::malformed, what + ": the grant has no lease ID");
+
+    const std::string k = lock_key(key);
+    auto reply = txn(what, compare_create_absent(k), put_op(k, owner, *lease), range_op(k));
+    if (!reply) {
+      revoke_quietly(*lease);
+      return std::unexpected(reply.error());
+    }
+    if (reply->succeeded) return std::to_string(*lease) + ":" + std::to_string(reply->revision);
+    if (reply->kv) {
+      const auto holder_lease = etcd::int64_field(*reply->kv, "lease");
+      if (holder_lease && *holder_lease == *lease) {  // our earlier attempt took it
+        const auto created = etcd::int64_field(*reply->kv, "create_revision");
+        if (created && *created > 0) return std::to_string(*lease) + ":" + std::to_string(*created);
+      }
+    }
+    revoke_quietly(*lease);
+    std::string holder;
+    if (reply->kv) {
+      if (auto doc = document(*reply->kv, what); doc) holder = printable(doc->data);
+    }
+    return fail(Errc::locked, what + ": held by another owner" +
+                                  (holder.empty() ? std::string() : " (" + holder + ")"));
+  }
+
+  Result<void> refresh_lock(const Key& key, std::string_view token, Duration) override {
+    const std::string what = "etcd refresh lock " + key.str() + " at " + shown_;
+    const auto t = parse_token(token);
+    if (!t) return fail(Errc::invalid, what + ": not a lock token of this store");
+    auto kept = call(what + " (lease keep-alive)", "/v3/lease/keepalive",
+                     {{"ID", std::to_string(t->lease)}}, kMaxSmallReply);
+    if (!kept) return std::unexpected(kept.error());
+    const auto result = kept->body.find("result");
+    const auto remaining = result != kept->body.end() ? etcd::int64_field(*result, "TTL")
+                                                      : std::optional<std::int64_t>{};
+    if (!remaining) return fail(Errc::malformed, what + ": the keep-alive reply has no result");
+    if (*remaining <= 0) return fail(Errc::not_found, what + ": the lease has expired");
+
+    // The lease lives; the lock key must still be the one we put with it.
+    auto reply = call(what, "/v3/kv/range", {{"key", etcd::base64_encode(lock_key(key))}},
+                      kMaxSmallReply);
+    if (!reply) return std::unexpected(reply.error());
+    auto kv = first_kv(reply->body, what);
+    if (!kv) return std::unexpected(kv.error());
+    if (!*kv) return fail(Errc::not_found, what + ": the lock key was deleted");
+    const auto lease = etcd::int64_field(**kv, "lease");
+    const auto created = etcd::int64_field(**kv, "create_revision");
+    if (!lease || !created || *lease != t->lease || *created != t->revision) {
+      return fail(Errc::locked, what + ": the lock now belongs to another lease");
+    }
+    return {};
+  }
+
+  Result<void> unlock(const Key& key, std::string_view token) override {
+    const std::string what = "etcd unlock " + key.str() + " at " + shown_;
+    const auto t = parse_token(token);
+    if (!t) return fail(Errc::invalid, what + ": not a lock token of this store");
+    auto reply = call(what + " (lease revoke)", "/v3/lease/revoke",
+                      {{"ID", std::to_string(t->lease)}}, kMaxSmallReply);
+    if (!reply) {
+      if (reply.error().code == Errc::not_found) {
+        return fail(Errc::not_found, what + ": the lease had already expired");
+      }
+      return std::unexpected(reply.error());
+    }
+    return {};
+  }
+
+  std::uint64_t lock_epoch(const Key&, std::string_view token) override {
+    const auto t = parse_token(token);
+    return t ? static_cast<std::uint64_t>(t->revision) : 0;
+  }
+
+ private:
+  struct Reply {
+    json body;
+    bool maybe_applied = false;  // an earlier attempt of this call may have been carried out
+  };
+  struct TxnReply {
+    bool succeeded = false;
+    std::int64_t revision = 0;    // the store's revision after the txn
+    std::optional<json> kv;       // the failure branch's range: the key as it is
+    bool maybe_applied = false;
+  };
+
+  std::string doc_key(const Key& key) const { return options_.prefix + "/" + key.str(); }
+  std::string lock_key(const Key& key) const { return options_.prefix + "#lock/" + key.str(); }
+
+  static Result<void> check_write(const Key& key, std::string_view data, const std::string& what) {
+    if (key.empty()) return fail(Errc::invalid, what + ": the root is not a document");
+    if (data.size() > kMaxDocumentSize) {
+      return fail(Errc::invalid, what + ": the document is larger than 1 MiB");
+    }
+    return {};
+  }
+
+  // kvs[0] of a range reply: nullopt when the key is absent.
+  static Result<std::optional<json>> first_kv(const json& range, const std::string& what) {
+    const auto kvs = range.find("kvs");
+    if (kvs == range.end()) return std::optional<json>{};
+    if (!kvs->is_array()) return fail(Errc::malformed, what + ": kvs is not an array");
+    if (kvs->empty()) return std::optional<json>{};
+    if (!kvs->front().is_object()) return fail(Errc::malformed, what + ": a kv is not an object");
+    return std::optional<json>{kvs->front()};
+  }
+
+  static Result<Document> document(const json& kv, const std::string& what) {
+    std::optional<std::string> value = std::string();
+    if (const auto v = kv.find("value"); v != kv.end()) {
+      value = v->is_string() ? etcd::base64_decode(v->get_ref<const std::string&>()) : std::nullopt;
+    }
+    if (!value) return fail(Errc::malformed, what + ": the value is not base64");
+    if (value->size() > kMaxDocumentSize) {
+      return fail(Errc::malformed, what + ": the stored value is larger than 1 MiB");
+    }
+    const auto mod = etcd::int64_field(kv, "mod_revision");
+    if (!mod || *mod <= 0) return fail(Errc::malformed, what + ": the kv has no mod_revision");
+    return Document{std::move(*value), std::to_string(*mod)};
+  }
+
+  static Result<std::string> revision_of(const json& body, const std::string& what) {
+    const auto header = body.find("header");
+    const auto revision = header != body.end() ? etcd::int64_field(*header, "revision")
+                                               : std::optional<std::int64_t>{};
+    if (!revision || *revision <= 0) {
+      return fail(Errc::malformed, what + ": the reply has no revision");
+    }
+    return std::to_string(*revision);
+  }
+
+  // One transaction: if `compare` then `success` else `failure` (a range).
+  Result<TxnReply> txn(const std::string& what, json compare, json success, json failure) {
+    const json body = {{"compare", json::array({std::move(compare)})},
+                       {"success", json::array({std::move(success)})},
+                       {"failure", json::array({std::move(failure)})}};
+    auto reply = call(what, "/v3/kv/txn", body, kMaxDocumentReply);
+    if (!reply) return std::unexpected(reply.error());
+    TxnReply out;
+    out.maybe_applied = reply->maybe_applied;
+    out.succeeded = reply->body.value("succeeded", false);
+    auto revision = revision_of(reply->body, what);
+    if (!revision) return std::unexpected(revision.error());
+    out.revision = *etcd::parse_revision(*revision);
+    if (!out.succeeded) {
+      const auto responses = reply->body.find("responses");
+      if (responses == reply->body.end() || !responses->is_array() || responses->empty() ||
+          !responses->front().is_object() || !responses->front().contains("response_range")) {
+        return fail(Errc::malformed, what + ": the failed txn returned no range");
+      }
+      auto kv = first_kv(responses->front()["response_range"], what);
+      if (!kv) return std::unexpected(kv.error());
+      out.kv = std::move(*kv);
+    }
+    return out;
+  }
+
+  void revoke_quietly(std::int64_t lease) {
+    // Best effort: an orphaned lease expires on its own after its TTL.
+    (void)call("etcd revoke an unused lease at " + shown_, "/v3/lease/revoke",
+               {{"ID", std::to_string(lease)}}, kMaxSmallReply);
+  }
+
+  bool uses_password() const { return options_.token.empty() && !options_.user.empty(); }
+
+  // The Authorization value for the next request; logs in first when a
+  // password is configured. On failure, the Failure says whether to retry.
+  std::expected<std::string, Failure> authorization(std::chrono::milliseconds timeout) {
+    if (!options_.token.empty()) return options_.token;
+    if (!uses_password()) return std::string();
+    std::lock_guard lock(auth_mu_);
+    if (!token_.empty() || auth_disabled_) return token_;
+    const std::string what = "etcd authenticate as " + printable(options_.user) + " at " + shown_;
+    const std::string body =
+        json{{"name", options_.user}, {"password", options_.password}}.dump();
+    const auto reply = http_->post("/v3/auth/authenticate", body, "", timeout, kMaxSmallReply);
+    if (reply.transport_ok() && reply.status == 200) {
+      const auto j = parse_reply(reply.body);
+      if (!j || !j->contains("token") || !(*j)["token"].is_string() ||
+          (*j)["token"].get_ref<const std::string&>().empty()) {
+        return std::unexpected(Failure{.error = Error{Errc::malformed, what + ": no token"}});
+      }
+      token_ = (*j)["token"].get<std::string>();
+      return token_;
+    }
+    Failure f = classify(reply, what);
+    if (f.gateway && f.gateway->message.find("authentication is not enabled") != std::string::npos) {
+      auth_disabled_ = true;
+      if (options_.logger) {
+        options_.logger->warn("etcd has authentication disabled; the credentials are not used",
+                              {{"store", shown_}});
+      }
+      return std::string();
+    }
+    f.may_have_applied = false;
+    return std::unexpected(std::move(f));
+  }
+
+  void forget_token(const std::string& used) {
+    std::lock_guard lock(auth_mu_);
+    if (token_ == used) token_.clear();
+  }
+
+  // Sends one request, retrying what a retry may cure until retry_deadline.
+  Result<Reply> call(const std::string& what, std::string_view path, const json& body,
+                     std::size_t max_body) {
+    const std::string payload = body.dump();
+    const auto deadline = Clock::now() + options_.retry_deadline;
+    auto backoff = options_.initial_backoff;
+    bool maybe_applied = false;
+    bool logged_in_again = false;
+    for (int attempt = 1;; ++attempt) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto timeout = std::clamp(left, std::chrono::milliseconds(200), options_.request_timeout);
+      Failure f;
+      auto auth = authorization(timeout);
+      if (auth) {
+        const auto reply = http_->post(path, payload, *auth, timeout, max_body);
+        if (reply.transport_ok() && reply.status == 200) {
+          auto j = parse_reply(reply.body);
+          if (!j) return fail(Errc::malformed, what + ": the reply is not a JSON object");
+          auto g = stream_error(*j);
+          if (!g) return Reply{std::move(*j), maybe_applied};
+          f = Failure{.error = Error{etcd::map_grpc(*g), what + ": " + g->message},
+                      .retry = etcd::is_retryable(*g), .may_have_applied = etcd::is_retryable(*g),
+                      .gateway = g};
+        } else {
+          f = classify(reply, what);
+        }
+        if (f.gateway && f.gateway->code == etcd::Grpc::unauthenticated && uses_password() &&
+            !logged_in_again) {
+          // Simple tokens expire (5 minutes by default): log in again once.
+          logged_in_again = true;
+          forget_token(*auth);
+          continue;
+        }
+      } else {
+        f = std::move(auth.error());
+      }
+      if (!f.retry) return std::unexpected(std::move(f.error));
+      maybe_applied = maybe_applied || f.may_have_applied;
+      thread_local std::mt19937_64 rng{std::random_device{}()};
+      const auto pause = std::chrono::milliseconds(
+          std::uniform_int_distribution<std::int64_t>(0, backoff.count())(rng));
+      if (Clock::now() + pause >= deadline) {
+        f.error.message += " (gave up after " + std::to_string(attempt) + " attempts)";
+        return std::unexpected(std::move(f.error));
+      }
+      std::this_thread::sleep_for(pause);
+      backoff = std::min(backoff * 2, options_.max_backoff);
+    }
+  }
+
+  EtcdStoreOptions options_;
+  std::unique_ptr<etcd::HttpClient> http_;
+  std::string shown_;
+  std::mutex auth_mu_;
+  std::string token_;          // from /v3/auth/authenticate; guarded by auth_mu_
+  bool auth_disabled_ = false;  // guarded by auth_mu_
+};
+
+bool valid_prefix(std::string_view prefix) {
+  if (!prefix.starts_with('/') || prefix.ends_with('/')) return false;
+  std::size_t i = 1;
+  while (i <= prefix.size()) {
+    const auto next = std::min(prefix.find('/', i), prefix.size());
+    const auto segment = prefix.substr(i, next - i);
+    if (segment.empty() || segment == "." || segment == "..") return false;
+    for (unsigned char c : segment) {
+      const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == '~' || c == '-';
+      if (!ok) return false;
+    }
+    i = next + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Store>> make_etcd_store(EtcdStoreOptions options) {
+  const std::string_view endpoint = options.endpoint;
+  const bool https = endpoint.starts_with("https://");
+  if (!https && !endpoint.starts_with("http://")) {
+    return fail(Errc::invalid, "etcd endpoint " + redact_url(endpoint) +
+                                   ": must start with http:// or https://");
+  }
+  const auto authority = endpoint.substr(https ? 8 : 7);
+  if (authority.empty() || authority.find_first_of("/?#@") != std::string_view::npos ||
+      std::ranges::any_of(authority, [](unsigned char c) { return c <= 0x20 || c >= 0x7F; })) {
+    return fail(Errc::invalid, "etcd endpoint " + redact_url(endpoint) +
+                                   ": must be scheme://host:port, without user, path or query");
+  }
+  if (!valid_prefix(options.prefix)) {
+    return fail(Errc::invalid,
+                "etcd key prefix \"" + printable(options.prefix) +
+                    "\": must be '/' and segments of [A-Za-z0-9._~-] (no '.' or '..', no "
+                    "trailing '/')");
+  }
+  if (!options.token.empty() && !options.password.empty()) {
+    return fail(Errc::invalid, "etcd: both a token and a password were given; give one");
+  }
+  if (!options.user.empty() && options.password.empty() && options.token.empty()) {
+    return fail(Errc::invalid, "etcd: a user was given but no password (give --password-file or "
+                               "INSTANCE_GUARD_PASSWORD)");
+  }
+  if (!options.password.empty() && options.user.empty()) {
+    return fail(Errc::invalid, "etcd: a password was given but no user (give --user or "
+                               "INSTANCE_GUARD_USER)");
+  }
+  if (!options.ca_file.empty() && !std::ifstream(options.ca_file)) {
+    return fail(Errc::invalid, "cannot read the CA file " + options.ca_file.string());
+  }
+  if (options.insecure && options.logger) {
+    options.logger->warn("TLS verification is off for the etcd store (--insecure)",
+                         {{"store", std::string(endpoint)}});
+  }
+  auto http = etcd::HttpClient::create({.endpoint = options.endpoint, .ca_file = options.ca_file,
+                                        .insecure = options.insecure,
+                                        .connect_timeout = options.connect_timeout});
+  if (!http) return std::unexpected(http.error());
+  std::string shown = (https ? "etcds://" : "etcd://") + std::string(authority) + options.prefix;
+  return std::make_shared<EtcdStore>(std::move(options), std::move(*http), std::move(shown));
+}
+
+}  // namespace instance

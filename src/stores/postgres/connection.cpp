@@ -1,0 +1,238 @@
+#include "connection.hpp"
+
+#include <libpq-fe.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <memory>
+
+namespace instance::postgres {
+namespace {
+
+// libpq's messages end with a newline and may span lines (a hint on the
+// next, indented); one line, trimmed, for our messages.
+std::string one_line(const char* text) {
+  std::string out;
+  bool line_break = false;  // a line ended: "; " before the next text
+  bool space = false;       // a tab: " " before the next text
+  for (const char* p = text ? text : ""; *p != '\0'; ++p) {
+    const char c = *p;
+    if (c == '\n' || c == '\r') {
+      line_break = true;
+    } else if (c == '\t') {
+      space = true;
+    } else {
+      if (!out.empty() && line_break) {
+        out += "; ";
+      } else if (!out.empty() && space && out.back() != ' ') {
+        out += ' ';
+      }
+      line_break = space = false;
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+// Waits until `fd` is ready for `events` or the deadline passes.
+bool wait_fd(int fd, short events, SteadyTime deadline) {
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{.fd = fd, .events = events, .revents = 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count() + 1, 60000)));
+    if (n > 0) return true;
+    if (n < 0 && errno != EINTR) return true;  // let libpq find the error
+  }
+}
+
+// Notices (e.g. "relation already exists, skipping") are not for the user.
+void ignore_notice(void*, const char*) {}
+
+struct ResultDeleter {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using ResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
+
+}  // namespace
+
+Connection::Connection(std::vector<std::pair<std::string, std::string>> params,
+                       std::string password)
+    : params_(std::move(params)), password_(std::move(password)) {}
+
+Connection::~Connection() { drop(); }
+
+void Connection::drop() noexcept {
+  if (conn_ != nullptr) PQfinish(conn_);
+  conn_ = nullptr;
+}
+
+Outcome Connection::broken(std::string why, bool sent) {
+  drop();
+  return Outcome{.kind = Outcome::transport, .message = std::move(why), .sent = sent};
+}
+
+Outcome Connection::connect(SteadyTime deadline) {
+  if (conn_ != nullptr) return {};
+  std::vector<const char*> keywords;
+  std::vector<const char*> values;
+  for (const auto& [k, v] : params_) {
+    keywords.push_back(k.c_str());
+    values.push_back(v.c_str());
+  }
+  if (!password_.empty()) {
+    keywords.push_back("password");
+    values.push_back(password_.c_str());
+  }
+  keywords.push_back(nullptr);
+  values.push_back(nullptr);
+  conn_ = PQconnectStartParams(keywords.data(), values.data(), 0);
+  if (conn_ == nullptr) return broken("libpq could not allocate a connection", false);
+  if (PQstatus(conn_) == CONNECTION_BAD) return broken(one_line(PQerrorMessage(conn_)), false);
+  PQsetNoticeProcessor(conn_, ignore_notice, nullptr);
+  PostgresPollingStatusType state = PGRES_POLLING_WRITING;
+  while (state != PGRES_POLLING_OK) {
+    if (state == PGRES_POLLING_FAILED) {
+      std::string why = one_line(PQerrorMessage(conn_));
+      drop();
+      Outcome out{.kind = Outcome::transport, .message = why};
+      // libpq keeps no SQLSTATE for a refused login; its message says why.
+      if (contains(why, "authentication failed") || contains(why, "no password supplied") ||
+          (contains(why, "role \"") && contains(why, "does not exist")) ||
+          contains(why, "no pg_hba.conf entry")) {
+        out.kind = Outcome::sql_error;
+        out.sqlstate = "28P01";
+      } else if (contains(why, "database \"") && contains(why, "does not exist")) {
+        out.kind = Outcome::sql_error;
+        out.sqlstate = "3D000";
+      }
+      return out;
+    }
+    const short events = state == PGRES_POLLING_READING ? POLLIN : POLLOUT;
+    if (!wait_fd(PQsocket(conn_), events, deadline)) {
+      drop();
+      return Outcome{.kind = Outcome::timeout, .message = "no connection within the timeout"};
+    }
+    state = PQconnectPoll(conn_);
+  }
+  return {};
+}
+
+Outcome Connection::run(const char* sql, std::span<const Param> params, SteadyTime deadline) {
+  if (conn_ == nullptr) return Outcome{.kind = Outcome::transport, .message = "not connected"};
+  std::vector<unsigned> oids;
+  std::vector<const char*> values;
+  std::vector<int> lengths;
+  std::vector<int> formats;
+  for (const auto& p : params) {
+    oids.push_back(p.oid);
+    // A zero-length binary value still needs a non-null pointer (null is SQL NULL).
+    values.push_back(p.bytes.data() != nullptr ? p.bytes.data() : "");
+    lengths.push_back(static_cast<int>(p.bytes.size()));
+    formats.push_back(1);
+  }
+  if (PQsendQueryParams(conn_, sql, static_cast<int>(params.size()), oids.data(), values.data(),
+                        lengths.data(), formats.data(), 1) == 0) {
+    return broken(one_line(PQerrorMessage(conn_)), false);
+  }
+  return collect(deadline);
+}
+
+Outcome Connection::run_simple(const char* sql, SteadyTime deadline) {
+  if (conn_ == nullptr) return Outcome{.kind = Outcome::transport, .message = "not connected"};
+  if (PQsendQuery(conn_, sql) == 0) return broken(one_line(PQerrorMessage(conn_)), false);
+  return collect(deadline);
+}
+
+Outcome Connection::collect(SteadyTime deadline) {
+  Outcome out{.sent = true};
+  bool failed = false;
+  while (true) {
+    while (PQisBusy(conn_) != 0) {
+      if (!wait_fd(PQsocket(conn_), POLLIN, deadline)) {
+        drop();
+        return Outcome{.kind = Outcome::timeout, .message = "no answer within the timeout",
+                       .sent = true};
+      }
+      if (PQconsumeInput(conn_) == 0) return broken(one_line(PQerrorMessage(conn_)), true);
+    }
+    ResultPtr result(PQgetResult(conn_));
+    if (!result) break;
+    if (failed) continue;  // drain the rest
+    switch (PQresultStatus(result.get())) {
+      case PGRES_TUPLES_OK: {
+        out.rows.clear();
+        const int rows = PQntuples(result.get());
+        const int cols = PQnfields(result.get());
+        for (int r = 0; r < rows; ++r) {
+          Row row;
+          for (int c = 0; c < cols; ++c) {
+            if (PQgetisnull(result.get(), r, c) != 0) {
+              row.emplace_back();
+            } else {
+              row.emplace_back(std::string(PQgetvalue(result.get(), r, c),
+                                           static_cast<std::size_t>(PQgetlength(result.get(), r, c))));
+            }
+          }
+          out.rows.push_back(std::move(row));
+        }
+        break;
+      }
+      case PGRES_COMMAND_OK:
+        break;
+      default: {
+        failed = true;
+        const char* state = PQresultErrorField(result.get(), PG_DIAG_SQLSTATE);
+        const char* primary = PQresultErrorField(result.get(), PG_DIAG_MESSAGE_PRIMARY);
+        out.kind = Outcome::sql_error;
+        out.sqlstate = state != nullptr ? state : "";
+        out.message = one_line(primary != nullptr ? primary : PQresultErrorMessage(result.get()));
+        if (out.message.empty()) out.message = one_line(PQerrorMessage(conn_));
+        break;
+      }
+    }
+  }
+  // An error without a SQLSTATE comes from libpq itself (the connection
+  // broke); so does any error that leaves the connection bad.
+  if (PQstatus(conn_) == CONNECTION_BAD) {
+    std::string why = out.message.empty() ? one_line(PQerrorMessage(conn_)) : out.message;
+    return broken(std::move(why), true);
+  }
+  if (out.kind == Outcome::sql_error && out.sqlstate.empty()) {
+    return broken(std::move(out.message), true);
+  }
+  return out;
+}
+
+Errc map_sqlstate(std::string_view s) {
+  if (s.starts_with("08") || s == "57P01" || s == "57P02" || s == "57P03" || s == "53300" ||
+      s == "40001" || s == "40P01") {
+    return Errc::unavailable;
+  }
+  if (s.starts_with("28") || s == "42501") return Errc::permission;
+  if (s == "53100") return Errc::no_space;
+  if (s == "57014") return Errc::timeout;
+  if (s == "3D000" || s == "42P01" || s == "42703" || s == "42804") return Errc::invalid;
+  if (s == "23505") return Errc::already_exists;
+  return Errc::internal;
+}
+
+bool is_retryable(const Outcome& outcome) {
+  switch (outcome.kind) {
+    case Outcome::ok:
+      return false;
+    case Outcome::transport:
+    case Outcome::timeout:
+      return true;
+    case Outcome::sql_error:
+      return map_sqlstate(outcome.sqlstate) == Errc::unavailable;
+  }
+  return false;
+}
+
+}  // namespace instance::postgres

@@ -1,0 +1,91 @@
+// One libpq connection with deadlines: connects and runs parameterised
+// statements without ever blocking past a given steady-clock deadline
+// (non-blocking connect, poll() on the socket while waiting for a reply).
+//
+// Every parameter travels in binary format with an explicit type; results
+// come back in binary format (text columns as their raw bytes).
+//
+// Not thread-safe (a PGconn is not): the store serialises all calls.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "instance/error.hpp"
+
+struct pg_conn;
+
+namespace instance::postgres {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+inline constexpr unsigned kTextOid = 25;
+inline constexpr unsigned kByteaOid = 17;
+
+struct Param {
+  std::string_view bytes;
+  unsigned oid = kTextOid;
+};
+
+// One row: each column's bytes, nullopt for SQL NULL.
+using Row = std::vector<std::optional<std::string>>;
+
+// The result of one attempt.
+struct Outcome {
+  enum Kind {
+    ok,         // the statement ran; rows holds what it returned
+    sql_error,  // the server refused it (sqlstate, message); the connection is fine
+    transport,  // no connection, or it broke: the connection was dropped
+    timeout,    // no answer by the deadline: the connection was dropped
+  } kind = ok;
+  std::vector<Row> rows;
+  std::string sqlstate;  // sql_error (or a connection refused for a known reason)
+  std::string message;   // one line, from libpq or the server
+  bool sent = false;     // the statement left us whole: the server may have run it
+};
+
+class Connection {
+ public:
+  // `params`: libpq keywords and values; `password` added when non-empty.
+  Connection(std::vector<std::pair<std::string, std::string>> params, std::string password);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  bool connected() const noexcept { return conn_ != nullptr; }
+
+  // Connects unless connected. A refused login is a sql_error with sqlstate
+  // 28P01 (bad password or role) or 3D000 (no such database), told from
+  // libpq's message; every other failure is transport or timeout.
+  Outcome connect(SteadyTime deadline);
+
+  // Runs one statement with parameters.
+  Outcome run(const char* sql, std::span<const Param> params, SteadyTime deadline);
+  // Runs a parameterless string of several statements (a simple query).
+  Outcome run_simple(const char* sql, SteadyTime deadline);
+
+  void drop() noexcept;
+
+ private:
+  Outcome collect(SteadyTime deadline);
+  Outcome broken(std::string why, bool sent);
+
+  std::vector<std::pair<std::string, std::string>> params_;
+  std::string password_;
+  pg_conn* conn_ = nullptr;
+};
+
+// SQLSTATE -> the store's error code.
+Errc map_sqlstate(std::string_view sqlstate);
+
+// Whether another attempt may succeed: a broken or missing connection, a
+// timeout, a server starting up or shutting down, a serialization failure or
+// deadlock, too many connections.
+bool is_retryable(const Outcome& outcome);
+
+}  // namespace instance::postgres

@@ -1,0 +1,182 @@
+// parse_postgres_url: store URLs and credentials into PostgresStoreOptions.
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+
+#include "instance/credentials.hpp"
+#include "instance/stores/postgres.hpp"
+#include "sql.hpp"
+
+namespace instance {
+namespace {
+
+constexpr std::string_view kPasswordAdvice =
+    "give it with --password-file or INSTANCE_GUARD_PASSWORD (or libpq's PGPASSWORD, PGPASSFILE "
+    "or ~/.pgpass)";
+
+// The URL for a message: user info and the query dropped (a query may hold
+// libpq settings nobody needs to see), control characters replaced.
+std::string shown(std::string_view url) {
+  std::string out(url.substr(0, url.find_first_of("?#")));
+  if (const auto start = out.find("://"); start != std::string::npos) {
+    if (const auto at = out.rfind('@'); at != std::string::npos && at > start) {
+      out.replace(start + 3, at + 1 - (start + 3), "REDACTED@");
+    }
+  }
+  for (auto& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F) c = '?';
+  }
+  return out;
+}
+
+std::unexpected<Error> invalid(std::string_view url, std::string why) {
+  return fail(Errc::invalid, "store URL " + shown(url) + ": " + std::move(why));
+}
+
+int hex(char c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                      : c >= 'A' && c <= 'F'   ? c - 'A' + 10 : -1;
+}
+
+// Percent-decodes a query parameter's name or value; nullopt when malformed.
+std::optional<std::string> decode(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out.push_back(text[i]);
+      continue;
+    }
+    if (i + 2 >= text.size() || hex(text[i + 1]) < 0 || hex(text[i + 2]) < 0) {
+      return std::nullopt;
+    }
+    out.push_back(static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2])));
+    i += 2;
+  }
+  return out;
+}
+
+struct ConninfoDeleter {
+  void operator()(PQconninfoOption* o) const noexcept { PQconninfoFree(o); }
+};
+
+}  // namespace
+
+Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const OpenOptions& options) {
+  const auto scheme_end = url.find("://");
+  std::string scheme(url.substr(0, scheme_end == std::string_view::npos ? 0 : scheme_end));
+  std::ranges::transform(scheme, scheme.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (scheme != "postgres" && scheme != "postgresql") {
+    return invalid(url, "expected postgres:// or postgresql://");
+  }
+  const std::string_view rest = url.substr(scheme_end + 3);
+  // User info: a '@' before the first '/', '?' or '#'. A '@' after one of
+  // those is refused too: it may be a password holding an unescaped '/'.
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
+    const auto delimiter = rest.find_first_of("/?#");
+    if (delimiter != std::string_view::npos && delimiter < at) {
+      return invalid(url, "an '@' after the host must be escaped as %40 (a password does not "
+                          "belong in the URL: " + std::string(kPasswordAdvice) + ")");
+    }
+    if (rest.substr(0, at).find(':') != std::string_view::npos) {
+      return invalid(url, "a password in the URL is refused (it would show in ps, shell history "
+                          "and logs); " + std::string(kPasswordAdvice));
+    }
+  }
+  for (unsigned char c : rest) {
+    if (c <= 0x20 || c >= 0x7F) return invalid(url, "spaces or control characters");
+  }
+  if (rest.find('#') != std::string_view::npos) return invalid(url, "a fragment is not allowed");
+
+  // Our own parameter (table) out of the query; libpq refuses unknown ones.
+  PostgresStoreOptions out;
+  const auto question = rest.find('?');
+  std::string libpq_url = "postgresql://" + std::string(rest.substr(0, question));
+  bool sslmode_given = false;
+  if (question != std::string_view::npos) {
+    std::string_view query = rest.substr(question + 1);
+    std::string kept;
+    while (!query.empty()) {
+      const auto amp = query.find('&');
+      const auto pair = query.substr(0, amp);
+      query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+      if (pair.empty()) continue;
+      const auto eq = pair.find('=');
+      auto name = decode(pair.substr(0, eq));
+      auto value = decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1));
+      if (!name || !value) return invalid(url, "bad percent escape in the query");
+      if (*name == "password" || *name == "sslpassword") {
+        return invalid(url, "a password in the URL is refused (it would show in ps, shell "
+                            "history and logs); " + std::string(kPasswordAdvice));
+      }
+      if (*name == "table") {
+        out.table = *value;
+        continue;
+      }
+      if (*name == "sslmode") sslmode_given = true;
+      kept += (kept.empty() ? "" : "&") + std::string(pair);
+    }
+    if (!kept.empty()) libpq_url += "?" + kept;
+  }
+  if (auto ok = postgres::check_table_name(out.table); !ok) return invalid(url, ok.error().message);
+
+  char* error = nullptr;
+  std::unique_ptr<PQconninfoOption, ConninfoDeleter> parsed(PQconninfoParse(libpq_url.c_str(), &error));
+  if (!parsed) {
+    std::string why = error != nullptr ? error : "libpq cannot parse it";
+    PQfreemem(error);
+    while (!why.empty() && std::isspace(static_cast<unsigned char>(why.back()))) why.pop_back();
+    return invalid(url, why);
+  }
+  for (const PQconninfoOption* o = parsed.get(); o->keyword != nullptr; ++o) {
+    if (o->val == nullptr || *o->val == '\0') continue;
+    const std::string_view keyword = o->keyword;
+    if (keyword == "password" || keyword == "sslpassword") {
+      return invalid(url, "a password in the URL is refused; " + std::string(kPasswordAdvice));
+    }
+    out.params.emplace_back(keyword, o->val);
+  }
+
+  // Credentials: the user from options, environment or URL; the password
+  // from a file or INSTANCE_GUARD_PASSWORD (else libpq's own conventions).
+  if (!options.token_file.empty()) {
+    return invalid(url, "PostgreSQL takes a password, not a token: give --password-file or "
+                        "INSTANCE_GUARD_PASSWORD");
+  }
+  std::string user = options.user;
+  if (user.empty()) user = credential_env(options, "INSTANCE_GUARD_USER").value_or("");
+  if (!user.empty()) {
+    std::erase_if(out.params, [](const auto& p) { return p.first == "user"; });
+    out.params.emplace_back("user", user);
+  }
+  if (!options.password_file.empty()) {
+    auto secret = read_secret_file(options.password_file, "password");
+    if (!secret) return std::unexpected(secret.error());
+    out.password = std::move(*secret);
+  } else if (auto secret = credential_env(options, "INSTANCE_GUARD_PASSWORD")) {
+    out.password = std::move(*secret);
+  }
+  if (!options.ca_file.empty()) {
+    out.params.emplace_back("sslrootcert", options.ca_file.string());
+    if (!sslmode_given) out.params.emplace_back("sslmode", "verify-full");
+  } else if (options.insecure && !sslmode_given) {
+    out.params.emplace_back("sslmode", "require");  // encrypted, certificate not checked
+  }
+  if (std::ranges::none_of(out.params, [](const auto& p) { return p.first == "application_name"; })) {
+    out.params.emplace_back("application_name", "instance-guard");
+  }
+
+  out.endpoint = postgres::endpoint_of(out.params, out.table);
+  out.logger = options.logger;
+  out.max_clock_skew = options.ttl / 10;
+  const auto third = std::chrono::duration_cast<std::chrono::milliseconds>(options.ttl / 3);
+  out.retry_deadline = std::clamp(third, std::chrono::milliseconds(1000),
+                                  std::chrono::milliseconds(10000));
+  out.request_timeout = std::min(out.request_timeout, out.retry_deadline);
+  out.connect_timeout = std::min(out.connect_timeout, out.retry_deadline);
+  return out;
+}
+
+}  // namespace instance

@@ -1,0 +1,47 @@
+// The PostgreSQL store's statements for one table, and the checks and names
+// that go with them. Every value is a parameter; only the table's name
+// (checked by check_table_name, then quoted) is part of the text.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "instance/error.hpp"
+
+namespace instance::postgres {
+
+// [a-z_][a-z0-9_]*, at most 48 characters (so "<table>_version" fits
+// PostgreSQL's 63-byte names); Errc::invalid otherwise.
+Result<void> check_table_name(std::string_view table);
+
+// "postgres://host:port/dbname" (plus "?table=<t>" when not the default)
+// from libpq parameters; never a credential.
+std::string endpoint_of(const std::vector<std::pair<std::string, std::string>>& params,
+                        std::string_view table);
+
+struct Statements {
+  explicit Statements(const std::string& table);
+
+  // Quoted names, as to_regclass() takes them.
+  std::string table_ident, version_seq_ident, epoch_seq_ident;
+
+  std::string exists;         // $1..$3 the names above -> three regclass texts (NULL: missing)
+  std::string create_schema;  // a simple-query string: sequences and table, serialised
+  std::string server_time;    // -> microseconds since the epoch, as text
+
+  std::string get;         // $1 key -> (data, version)
+  std::string create;      // $1 key, $2 data, $3 nonce -> version, or no row when present
+  std::string replace;     // $1 key, $2 data, $3 nonce -> version
+  std::string remove;      // $1 key -> a row when removed
+  std::string list_all;    // -> keys
+  std::string list;        // $1 from, $2 to -> keys in [from, to)
+  std::string replace_if;  // $1 key, $2 data, $3 version, $4 nonce -> (version or NULL, existed)
+  std::string remove_if;   // $1 key, $2 version -> (count removed, existed)
+  std::string lock;        // $1 key, $2 nonce, $3 owner, $4 ttl ms -> epoch, or no row when held
+  std::string refresh;     // $1 key, $2 nonce, $3 ttl ms -> a row when ours and live
+  std::string unlock;      // $1 key, $2 nonce -> a row when removed
+};
+
+}  // namespace instance::postgres

@@ -1,0 +1,456 @@
+// The PostgreSQL store: statements, retries, the table and the clock check.
+// The contract is in instance/stores/postgres.hpp.
+#include <algorithm>
+#include <charconv>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "connection.hpp"
+#include "instance/stores/postgres.hpp"
+#include "sql.hpp"
+
+namespace instance {
+namespace {
+
+using postgres::Outcome;
+using postgres::Param;
+using postgres::Row;
+using postgres::SteadyTime;
+
+std::string random_nonce() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::uint64_t bits = rng();
+  std::string out(16, '0');
+  for (auto& c : out) {
+    c = kHex[bits & 0xF];
+    bits >>= 4;
+  }
+  return out;
+}
+
+std::optional<std::uint64_t> parse_number(std::string_view text) {
+  std::uint64_t value = 0;
+  if (text.empty() || text.size() > 19) return std::nullopt;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// A lock token is "<epoch>.<nonce>"; the row keeps the nonce.
+struct Token {
+  std::uint64_t epoch = 0;
+  std::string_view nonce;
+};
+std::optional<Token> parse_token(std::string_view token) {
+  const auto dot = token.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  auto epoch = parse_number(token.substr(0, dot));
+  const auto nonce = token.substr(dot + 1);
+  if (!epoch || nonce.size() != 16) return std::nullopt;
+  return Token{*epoch, nonce};
+}
+
+// Milliseconds for a lease, at least 1 (rounded up).
+std::string ttl_ms(Duration ttl) {
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(ttl).count();
+  return std::to_string(std::max<std::int64_t>(ms, 1));
+}
+
+// The owner as printable ASCII (it is only for operators reading the table).
+std::string printable(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text.substr(0, 256)) {
+    out.push_back(c >= 0x20 && c < 0x7F ? static_cast<char>(c) : '?');
+  }
+  return out;
+}
+
+class PostgresStore final : public Store {
+ public:
+  explicit PostgresStore(PostgresStoreOptions options)
+      : options_(std::move(options)),
+        sql_(options_.table),
+        conn_(options_.params, options_.password),
+        clock_(options_.clock ? options_.clock : system_clock()) {}
+
+  std::string describe() const override { return options_.endpoint; }
+
+  Capabilities capabilities() override {
+    return {.versions = true, .conditional_writes = true, .native_lease = true,
+            .server_clock = true};
+  }
+
+  Result<Document> get(const Key& key) override {
+    const std::string k = key.str();
+    const Param params[] = {{k}};
+    auto reply = exec("get", key, sql_.get.c_str(), params);
+    if (!reply) return std::unexpected(reply.error());
+    if (reply->rows.empty()) return fail(Errc::not_found, what("get", key) + ": not found");
+    const Row& row = reply->rows.front();
+    if (row.size() != 2 || !row[0] || !row[1]) return malformed("get", key, "a row without data");
+    if (row[0]->size() > kMaxDocumentSize) {
+      return malformed("get", key, "document of " + std::to_string(row[0]->size()) +
+                                       " bytes exceeds the 1 MiB cap");
+    }
+    return Document{std::move(*row[0]), std::move(*row[1])};
+  }
+
+  Result<std::string> create(const Key& key, std::string_view data) override {
+    if (auto ok = check_write("create", key, data); !ok) return std::unexpected(ok.error());
+    const std::string k = key.str();
+    const std::string nonce = random_nonce();
+    const Param params[] = {{k}, {data, postgres::kByteaOid}, {nonce}};
+    auto reply = exec("create", key, sql_.create.c_str(), params);
+    if (!reply) return std::unexpected(reply.error());
+    if (reply->rows.empty()) {
+      return fail(Errc::already_exists, what("create", key) + ": already exists");
+    }
+    return version_of("create", key, reply->rows.front());
+  }
+
+  Result<std::string> replace(const Key& key, std::string_view data) override {
+    if (auto ok = check_write("replace", key, data); !ok) return std::unexpected(ok.error());
+    const std::string k = key.str();
+    const std::string nonce = random_nonce();
+    const Param params[] = {{k}, {data, postgres::kByteaOid}, {nonce}};
+    auto reply = exec("replace", key, sql_.replace.c_str(), params);
+    if (!reply) return std::unexpected(reply.error());
+    if (reply->rows.empty()) return malformed("replace", key, "no version returned");
+    return version_of("replace", key, reply->rows.front());
+  }
+
+  Result<void> remove(const Key& key) override {
+    const std::string k = key.str();
+    const Param params[] = {{k}};
+    auto reply = exec("remove", key, sql_.remove.c_str(), params);
+    if (!reply) return std::unexpected(reply.error());
+    if (reply->rows.empty() && !reply->maybe_applied_before) {
+      return fail(Errc::not_found, what("remove", key) + ": not found");
+    }
+    return {};
+  }
+
+  Result<std::vector<Key>> list(const Key& prefix) override {
+    Result<Reply> reply;
+    if (prefix.empty()) {
+      reply = exec("list", prefix, sql_.list_all.c_str(), {});
+    } else {
+      // Every key under "p/" lies in ["p/", "p0") in byte order ('0' follows '/').
+      const std::string from = prefix.str() + "/";
+      const std::string to = prefix.str() + "0";
+      const Param params[] = {{from}, {to}};
+      reply = exec("list", prefix, sql_.list.c_str(), params);
+    }
+    if (!reply) return std::unexpected(reply.error());
+    std::vector<Key> keys;
+    for (const Row& row : reply->rows) {
+      if (row.empty() || !row[0]) return malformed("list", prefix, "a row without a key");
+      auto key = Key::parse(*row[0]);
+      if (!key || key->str() != *row[0]) {
+        return malformed("list", prefix, "the table holds a key that is not a canonical escaped "
+                                         "key: " + printable(*row[0]));
+      }
+      keys.push_back(std::move(*key));
+    }
+    return keys;
+  }
+
+  Result<std::string> replace_if(const Key& key, std::string_view data,
+                                 std::string_view version) override {
+    if (auto ok = check_write("conditional replace", key, data); !ok) {
+      return std::unexpected(ok.error());
+    }
+    if (!parse_number(version)) {
+      return fail(Errc::conflict, what("conditional replace", key) + ": version does not match");
+    }
+    const std::string k = key.str();
+    const std::string nonce = random_nonce();
+    const Param params[] = {{k}, {data, postgres::kByteaOid}, {version}, {nonce}};
+    auto reply = exec("conditional replace", key, sql_.replace_if.c_str(), params);
+    if (!reply) return std::unexpected(reply.error());
+    // One row: (new version or NULL, whether the key existed).
+    if (reply->rows.size() != 1 || reply->rows.front().size() != 2) {
+      return malformed("conditional replace", key, "an unexpected reply");
+    }
+    const Row& row = reply->rows.front();
+    if (row[0]) return *row[0];
+    if (row[1] && *row[1] == "true") {
+      return fail(Errc::conflict, what("conditional replace", key) + ": version does not match");
+    }
+    return fail(Errc::not_found, what("conditional replace", key) + ": not found");
+  }
+
+  Result<void> remove_if(const Key& key, std::string_view version) override {
+    if (!parse_number(version)) {
+      return fail(Errc::conflict, what("conditional remove", key) + ": version does not match");
+    }
+    const std::string k = key.str();
+    const Param params[] = {{k}, {version}};
+    auto reply = exec("conditional remove", key, sql_.remove_if.c_str(), params);
+    if (!reply) return std::unexpected(reply.error());
+    // One row: (rows deleted, whether the key existed).
+    if (reply->rows.size() != 1 || reply->rows.front().size() != 2) {
+      return malformed("conditional remove", key, "an unexpected reply");
+    }
+    const Row& row = reply->rows.front();
+    if (row[0] && *row[0] != "0") return {};
+    if (row[1] && *row[1] == "true") {
+      return fail(Errc::conflict, what("conditional remove", key) + ": version does not match");
+    }
+    if (reply->maybe_applied_before) return {};  // our own earlier attempt removed it
+    return fail(Errc::not_found, what("conditional remove", key) + ": not found");
+  }
+
+  Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override {
+    if (key.empty()) return fail(Errc::invalid, "lock at " + options_.endpoint + ": empty key");
+    const std::string k = key.str();
+    const std::string nonce = random_nonce();
+    const std::string who = printable(owner);
+    const std::string ms = ttl_ms(ttl);
+    const Param params[] = {{k}, {nonce}, {who}, {ms}};
+    auto reply = exec("lock", key, sql_.lock.c_str(), params);
+    if (!reply) return std::unexpected(reply.error());
+    if (reply->rows.empty()) {
+      return fail(Errc::locked, what("lock", key) + ": held by another (judged on the server's "
+                                                    "clock)");
+    }
+    const Row& row = reply->rows.front();
+    if (row.empty() || !row[0] || !parse_number(*row[0])) {
+      return malformed("lock", key, "no epoch returned");
+    }
+    return *row[0] + "." + nonce;
+  }
+
+  Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override {
+    const auto parsed = parse_token(token);
+    if (!parsed) return fail(Errc::not_found, what("refresh lock", key) + ": not a token of ours");
+    const std::string k = key.str();
+    const std::string ms = ttl_ms(ttl);
+    const Param params[] = {{k}, {parsed->nonce}, {ms}};
+    auto reply = exec("refresh lock", key, sql_.refresh.c_str(), params);
+    if (!reply) return std::unexpected(reply.error());
+    if (reply->rows.empty()) {
+      return fail(Errc::locked, what("refresh lock", key) +
+                                    ": no longer ours (expired on the server's clock, or taken)");
+    }
+    return {};
+  }
+
+  Result<void> unlock(const Key& key, std::string_view token) override {
+    const auto parsed = parse_token(token);
+    if (!parsed) return fail(Errc::not_found, what("unlock", key) + ": not a token of ours");
+    const std::string k = key.str();
+    const Param params[] = {{k}, {parsed->nonce}};
+    auto reply = exec("unlock", key, sql_.unlock.c_str(), params);
+    if (!reply) return std::unexpected(reply.error());
+    if (reply->rows.empty() && !reply->maybe_applied_before) {
+      return fail(Errc::not_found, what("unlock", key) + ": not ours (expired or taken)");
+    }
+    return {};
+  }
+
+  std::uint64_t lock_epoch(const Key&, std::string_view token) override {
+    const auto parsed = parse_token(token);
+    return parsed ? parsed->epoch : 0;  // 0: not a token of ours, no number
+  }
+
+ private:
+  struct Reply {
+    std::vector<Row> rows;
+    bool maybe_applied_before = false;  // an earlier attempt may have run the statement
+  };
+
+  // Runs one statement, retrying what a retry may cure until the deadline.
+  Result<Reply> exec(std::string_view op, const Key& key, const char* statement,
+                     std::span<const Param> params) {
+    std::lock_guard lock(mu_);
+    const SteadyTime deadline = std::chrono::steady_clock::now() + options_.retry_deadline;
+    auto backoff = options_.initial_backoff;
+    bool schema_retried = false;
+    Reply reply;
+    for (int attempt = 1;; ++attempt) {
+      Outcome out = ready();
+      if (out.kind == Outcome::ok) {
+        out = conn_.run(statement, params, std::chrono::steady_clock::now() +
+                                               options_.request_timeout);
+      }
+      if (out.kind == Outcome::ok) {
+        reply.rows = std::move(out.rows);
+        return reply;
+      }
+      if (out.sent && out.kind != Outcome::sql_error) reply.maybe_applied_before = true;
+      if (out.kind == Outcome::sql_error && out.sqlstate == "42P01" && !schema_retried) {
+        schema_retried = true;  // the table was dropped under us: make it again
+        schema_ready_ = false;
+        continue;
+      }
+      if (out.kind != Outcome::sql_error) lost_ = true;
+      const auto now = std::chrono::steady_clock::now();
+      if (!postgres::is_retryable(out) || now + backoff >= deadline) {
+        return std::unexpected(error_for(op, key, out, attempt));
+      }
+      if (auto* log = options_.logger.get()) {
+        log->debug("PostgreSQL statement failed; retrying",
+                   {{"op", std::string(op)}, {"store", options_.endpoint},
+                    {"error", scrub(out.message)}, {"attempt", std::to_string(attempt)}});
+      }
+      thread_local std::mt19937_64 rng{std::random_device{}()};
+      std::uniform_int_distribution<long long> jitter(0, backoff.count());
+      std::this_thread::sleep_for(std::chrono::milliseconds(jitter(rng)));
+      backoff = std::min(backoff * 2, options_.max_backoff);
+    }
+  }
+
+  // Connected, clock checked, table present (mu_ held).
+  Outcome ready() {
+    if (!conn_.connected()) {
+      Outcome out = conn_.connect(std::chrono::steady_clock::now() + options_.connect_timeout);
+      if (out.kind != Outcome::ok) return out;
+      if (lost_ && connected_once_) {
+        if (auto* log = options_.logger.get()) {
+          log->info("reconnected to PostgreSQL", {{"store", options_.endpoint}});
+        }
+      }
+      lost_ = false;
+      connected_once_ = true;
+      check_clock();
+    }
+    if (!schema_ready_) {
+      Outcome out = make_schema();
+      if (out.kind != Outcome::ok) return out;
+      schema_ready_ = true;
+    }
+    return {};
+  }
+
+  // Creates the table and its sequences when missing; concurrent creators
+  // are serialised by an advisory lock.
+  Outcome make_schema() {
+    const auto deadline = std::chrono::steady_clock::now() + options_.request_timeout;
+    const Param names[] = {{sql_.table_ident}, {sql_.version_seq_ident}, {sql_.epoch_seq_ident}};
+    Outcome out = conn_.run(sql_.exists.c_str(), names, deadline);
+    if (out.kind != Outcome::ok) return out;
+    if (out.rows.size() == 1 && std::ranges::all_of(out.rows.front(), [](const auto& c) {
+          return c.has_value();
+        })) {
+      return out;
+    }
+    out = conn_.run_simple(sql_.create_schema.c_str(), deadline);
+    if (out.kind == Outcome::sql_error) conn_.drop();  // maybe inside a failed transaction
+    if (out.kind == Outcome::ok) {
+      if (auto* log = options_.logger.get()) {
+        log->info("created the PostgreSQL table", {{"store", options_.endpoint},
+                                                   {"table", options_.table}});
+      }
+    }
+    return out;
+  }
+
+  // Compares the server's clock with ours, once per connection; one warning.
+  void check_clock() {
+    const WallTime before = clock_->wall();
+    Outcome out = conn_.run(sql_.server_time.c_str(), {},
+                            std::chrono::steady_clock::now() + options_.request_timeout);
+    const WallTime after = clock_->wall();
+    if (out.kind != Outcome::ok || out.rows.empty() || out.rows.front().empty() ||
+        !out.rows.front()[0]) {
+      return;  // the statement that follows will report the trouble
+    }
+    std::int64_t micros = 0;
+    const auto& text = *out.rows.front()[0];
+    if (std::from_chars(text.data(), text.data() + text.size(), micros).ec != std::errc{}) return;
+    const WallTime server{std::chrono::microseconds(micros)};
+    const WallTime ours = before + (after - before) / 2;
+    const auto skew = server > ours ? server - ours : ours - server;
+    if (skew > options_.max_clock_skew && !skew_warned_) {
+      skew_warned_ = true;
+      if (auto* log = options_.logger.get()) {
+        log->warn("the PostgreSQL server's clock differs from ours; leases are judged on the "
+                  "server's clock, but records' expiry on each guard's own",
+                  {{"store", options_.endpoint},
+                   {"skew_ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  skew).count())}});
+      }
+    }
+  }
+
+  std::string what(std::string_view op, const Key& key) const {
+    std::string out(op);
+    if (!key.empty()) out += " " + key.str();
+    return out + " at " + options_.endpoint;
+  }
+
+  // The password never appears in a message, whatever libpq or the server said.
+  std::string scrub(std::string text) const {
+    const std::string& secret = options_.password;
+    if (secret.empty()) return text;
+    for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at)) {
+      text.replace(at, secret.size(), "REDACTED");
+      at += 8;
+    }
+    return text;
+  }
+
+  Error error_for(std::string_view op, const Key& key, const Outcome& out, int attempts) const {
+    Errc code = Errc::unavailable;
+    std::string why = scrub(out.message);
+    if (out.kind == Outcome::timeout) {
+      code = Errc::timeout;
+    } else if (out.kind == Outcome::sql_error) {
+      code = postgres::map_sqlstate(out.sqlstate);
+      why += " (SQLSTATE " + out.sqlstate + ")";
+      if (out.sqlstate == "42P01" || out.sqlstate == "42703" || out.sqlstate == "42804") {
+        why += "; is " + options_.table + " an instance-guard table?";
+      }
+    }
+    std::string message = what(op, key) + ": " + why;
+    if (attempts > 1) message += " (after " + std::to_string(attempts) + " attempts)";
+    return Error{code, std::move(message)};
+  }
+
+  Result<void> check_write(std::string_view op, const Key& key, std::string_view data) const {
+    if (key.empty()) return fail(Errc::invalid, what(op, key) + ": empty key");
+    if (data.size() > kMaxDocumentSize) {
+      return fail(Errc::invalid, what(op, key) + ": document of " + std::to_string(data.size()) +
+                                     " bytes exceeds the 1 MiB cap");
+    }
+    return {};
+  }
+
+  std::unexpected<Error> malformed(std::string_view op, const Key& key, std::string why) const {
+    return fail(Errc::malformed, what(op, key) + ": " + std::move(why));
+  }
+
+  Result<std::string> version_of(std::string_view op, const Key& key, const Row& row) const {
+    if (row.empty() || !row[0]) return malformed(op, key, "no version returned");
+    return *row[0];
+  }
+
+  const PostgresStoreOptions options_;
+  const postgres::Statements sql_;
+  std::mutex mu_;  // guards everything below
+  postgres::Connection conn_;
+  std::shared_ptr<Clock> clock_;
+  bool schema_ready_ = false;
+  bool lost_ = false;  // a connection broke; say so when it is back
+  bool connected_once_ = false;
+  bool skew_warned_ = false;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<Store>> make_postgres_store(PostgresStoreOptions options) {
+  if (auto ok = postgres::check_table_name(options.table); !ok) return std::unexpected(ok.error());
+  for (const auto& [keyword, value] : options.params) {
+    if (keyword == "password" || keyword == "sslpassword") {
+      return fail(Errc::invalid, "PostgreSQL store options: give the password in "
+                                 "PostgresStoreOptions::password, not among the parameters");
+    }
+  }
+  if (options.endpoint.empty()) options.endpoint = postgres::endpoint_of(options.params, options.table);
+  return std::make_shared<PostgresStore>(std::move(options));
+}
+
+}  // namespace instance

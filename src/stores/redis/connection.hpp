@@ -1,0 +1,57 @@
+// One hiredis connection, and the replies it gets. Internal to the Redis
+// store; not thread-safe (the store serialises calls under its mutex).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct redisContext;
+struct redisReply;
+
+namespace instance::redis {
+
+struct ReplyDeleter {
+  void operator()(redisReply* reply) const noexcept;
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+
+// What a reply is, without hiredis's header.
+enum class ReplyType { string, array, integer, nil, status, error, other };
+ReplyType type_of(const redisReply& reply) noexcept;
+std::string_view text_of(const redisReply& reply) noexcept;  // string, status, error
+long long integer_of(const redisReply& reply) noexcept;
+std::size_t size_of(const redisReply& reply) noexcept;         // array elements
+const redisReply& element(const redisReply& reply, std::size_t i) noexcept;
+
+// A transport failure: no reply at all (kept apart from "the server said").
+struct TransportError {
+  std::string message;
+  bool timed_out = false;
+  bool maybe_sent = false;  // the command may have reached the server
+};
+
+class Connection {
+ public:
+  // Connects with `connect_timeout`, sets `command_timeout` on the socket
+  // (close-on-exec, keep-alive). Errors are transport errors (no AUTH yet).
+  static std::unique_ptr<Connection> open(const std::string& host, int port,
+                                          std::chrono::milliseconds connect_timeout,
+                                          std::chrono::milliseconds command_timeout,
+                                          TransportError& error);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Sends one command (binary-safe arguments) and reads its reply; null with
+  // `error` set when the connection failed (it is then unusable).
+  ReplyPtr command(const std::vector<std::string_view>& args, TransportError& error);
+
+ private:
+  explicit Connection(redisContext* context) : context_(context) {}
+  redisContext* context_;
+};
+
+}  // namespace instance::redis

@@ -1,0 +1,584 @@
+// The Redis store (contract in instance/stores/redis.hpp): key layout, the
+// retry loop, reply decoding and error mapping.
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "connection.hpp"
+#include "instance/stores/redis.hpp"
+#include "instance/time.hpp"
+#include "scripts.hpp"
+
+namespace instance {
+namespace redis {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// Redis glob (SCAN MATCH): '*', '?', '[', ']' and '\' are escaped.
+std::string glob_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Bytes a server (or a hostile key) sent, made safe for one log line.
+std::string printable(std::string_view text, std::size_t max = 200) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text.substr(0, max)) {
+    if (c < 0x20 || c >= 0x7F || c == '\\') {
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xF]);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  if (text.size() > max) out += "...";
+  return out;
+}
+
+// Replies that mean "not now": the command did not run; try again.
+bool transient(std::string_view error) {
+  for (std::string_view word : {"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN"}) {
+    if (error.starts_with(word) &&
+        (error.size() == word.size() || error[word.size()] == ' ')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string ttl_ms(Duration ttl) {
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(ttl).count();
+  return std::to_string(std::max<std::int64_t>(1, ms));
+}
+
+class RedisStore final : public Store {
+ public:
+  explicit RedisStore(RedisStoreOptions options)
+      : options_(std::move(options)),
+        where_(describe_redis(options_)),
+        log_(options_.logger ? options_.logger : null_logger()),
+        doc_ns_(options_.prefix + "doc:"),
+        lock_ns_(options_.prefix + "lock:"),
+        epoch_ns_(options_.prefix + "epoch:"),
+        jitter_rng_(std::random_device{}()) {
+    if (!options_.clock) options_.clock = system_clock();
+  }
+
+  std::string describe() const override { return where_; }
+
+  Capabilities capabilities() override {
+    if (!probed_.load()) {
+      // An unreachable server is asked again, but at most every 30 s: the
+      // guard asks for capabilities on every claim and renewal.
+      std::lock_guard lock(probe_mu_);
+      const auto now = Steady::now();
+      if (!probed_.load() && (!last_probe_ || now - *last_probe_ >= 30s)) {
+        last_probe_ = now;
+        if (probe()) probed_ = true;
+      }
+    }
+    return {.versions = true, .conditional_writes = true, .native_lease = true,
+            .server_clock = true};
+  }
+
+  Result<Document> get(const Key& key) override {
+    auto sent = eval("get", key, scripts::kGet, {doc_key(key)}, {std::to_string(kMaxDocumentSize)});
+    if (!sent) return std::unexpected(sent.error());
+    const redisReply& r = *sent->reply;
+    auto status = status_of(r);
+    if (!status) return bad_reply("get", key, r);
+    switch (*status) {
+      case 0: return fail(Errc::not_found, what("get", key) + ": not found");
+      case 1:
+        if (size_of(r) == 3 && type_of(element(r, 1)) == ReplyType::string &&
+            type_of(element(r, 2)) == ReplyType::string) {
+          return Document{std::string(text_of(element(r, 1))), std::string(text_of(element(r, 2)))};
+        }
+        break;
+      case 2:
+        return fail(Errc::malformed, what("get", key) + ": the key holds a Redis " +
+                                         printable(field_text(r, 1)) + ", not a document");
+      case 3:
+        return fail(Errc::malformed, what("get", key) + ": the document is " +
+                                         printable(field_text(r, 1)) +
+                                         " bytes, over the 1 MiB limit (left alone)");
+      case 4:
+        return fail(Errc::malformed,
+                    what("get", key) + ": the hash has no data or ver field (not written by "
+                                       "instance-guard; left alone)");
+      default: break;
+    }
+    return bad_reply("get", key, r);
+  }
+
+  Result<std::string> create(const Key& key, std::string_view data) override {
+    if (auto ok = check_size("create", key, data); !ok) return std::unexpected(ok.error());
+    const std::string version = fresh();
+    auto sent = eval("create", key, scripts::kCreate, {doc_key(key)},
+                     {std::string(data), version});
+    if (!sent) return std::unexpected(sent.error());
+    auto status = integer("create", key, *sent->reply);
+    if (!status) return std::unexpected(status.error());
+    if (*status == 1) return version;
+    return fail(Errc::already_exists, what("create", key) + ": the key exists");
+  }
+
+  Result<std::string> replace(const Key& key, std::string_view data) override {
+    if (auto ok = check_size("replace", key, data); !ok) return std::unexpected(ok.error());
+    const std::string version = fresh();
+    const std::string k = doc_key(key);
+    auto sent = send("replace", key, {"HSET", k, "data", data, "ver", version});
+    if (!sent) return std::unexpected(sent.error());
+    if (auto n = integer("replace", key, *sent->reply); !n) return std::unexpected(n.error());
+    return version;
+  }
+
+  Result<void> remove(const Key& key) override {
+    const std::string k = doc_key(key);
+    auto sent = send("remove", key, {"DEL", k});
+    if (!sent) return std::unexpected(sent.error());
+    auto n = integer("remove", key, *sent->reply);
+    if (!n) return std::unexpected(n.error());
+    if (*n == 0 && !sent->maybe_applied_before) {
+      return fail(Errc::not_found, what("remove", key) + ": not found");
+    }
+    return {};
+  }
+
+  Result<std::vector<Key>> list(const Key& prefix) override {
+    const std::string pattern =
+        glob_escape(doc_ns_ + prefix.str() + (prefix.empty() ? "" : "/")) + "*";
+    std::set<std::string> names;  // SCAN may return a key more than once
+    std::string cursor = "0";
+    do {
+      auto sent = send("list", prefix, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+      if (!sent) return std::unexpected(sent.error());
+      const redisReply& r = *sent->reply;
+      if (type_of(r) != ReplyType::array || size_of(r) != 2 ||
+          type_of(element(r, 0)) != ReplyType::string ||
+          type_of(element(r, 1)) != ReplyType::array) {
+        return bad_reply("list", prefix, r);
+      }
+      cursor = std::string(text_of(element(r, 0)));
+      const redisReply& batch = element(r, 1);
+      for (std::size_t i = 0; i < size_of(batch); ++i) {
+        if (type_of(element(batch, i)) != ReplyType::string) return bad_reply("list", prefix, r);
+        names.emplace(text_of(element(batch, i)));
+      }
+    } while (cursor != "0");
+    std::vector<Key> keys;
+    keys.reserve(names.size());
+    for (const auto& name : names) {
+      auto key = name.starts_with(doc_ns_) ? Key::parse(std::string_view(name).substr(doc_ns_.size()))
+                                           : fail(Errc::malformed, "outside the prefix");
+      if (!key || !key->is_under(prefix) || key->empty()) {
+        return fail(Errc::malformed, what("list", prefix) + ": the server holds \"" +
+                                         printable(name) + "\", which is not a document key of "
+                                         "this store (remove or rename it)");
+      }
+      keys.push_back(std::move(*key));
+    }
+    return keys;
+  }
+
+  Result<std::string> replace_if(const Key& key, std::string_view data,
+                                 std::string_view version) override {
+    constexpr std::string_view op = "conditional replace";
+    if (auto ok = check_size(op, key, data); !ok) return std::unexpected(ok.error());
+    const std::string next = fresh();
+    auto sent = eval(op, key, scripts::kReplaceIf, {doc_key(key)},
+                     {std::string(data), std::string(version), next});
+    if (!sent) return std::unexpected(sent.error());
+    auto status = integer(op, key, *sent->reply);
+    if (!status) return std::unexpected(status.error());
+    if (*status == 1) return next;
+    if (*status == 0) return fail(Errc::not_found, what(op, key) + ": not found");
+    return fail(Errc::conflict, what(op, key) + ": the version changed (someone else wrote)");
+  }
+
+  Result<void> remove_if(const Key& key, std::string_view version) override {
+    constexpr std::string_view op = "conditional remove";
+    auto sent = eval(op, key, scripts::kRemoveIf, {doc_key(key)}, {std::string(version)});
+    if (!sent) return std::unexpected(sent.error());
+    auto status = integer(op, key, *sent->reply);
+    if (!status) return std::unexpected(status.error());
+    if (*status == 1 || (*status == 0 && sent->maybe_applied_before)) return {};
+    if (*status == 0) return fail(Errc::not_found, what(op, key) + ": not found");
+    return fail(Errc::conflict, what(op, key) + ": the version changed (someone else wrote)");
+  }
+
+  Result<std::string> lock(const Key& key, Duration ttl, std::string_view) override {
+    if (ttl <= Duration::zero()) return fail(Errc::invalid, what("lock", key) + ": ttl must be positive");
+    auto sent = eval("lock", key, scripts::kLock, {lock_key(key), epoch_key(key)},
+                     {fresh(), ttl_ms(ttl)});
+    if (!sent) return std::unexpected(sent.error());
+    const redisReply& r = *sent->reply;
+    if (type_of(r) == ReplyType::nil) {
+      return fail(Errc::locked, what("lock", key) + ": held by another instance");
+    }
+    if (type_of(r) != ReplyType::string || !parse_epoch(text_of(r))) return bad_reply("lock", key, r);
+    return std::string(text_of(r));
+  }
+
+  Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override {
+    constexpr std::string_view op = "refresh lock";
+    if (ttl <= Duration::zero()) return fail(Errc::invalid, what(op, key) + ": ttl must be positive");
+    auto sent = eval(op, key, scripts::kRefresh, {lock_key(key)}, {std::string(token), ttl_ms(ttl)});
+    if (!sent) return std::unexpected(sent.error());
+    auto status = integer(op, key, *sent->reply);
+    if (!status) return std::unexpected(status.error());
+    if (*status == 1) return {};
+    if (*status == 0) {
+      return fail(Errc::not_found, what(op, key) + ": the lock is gone (it expired on the "
+                                                   "server, or the server lost it in a restart)");
+    }
+    return fail(Errc::locked, what(op, key) + ": another instance holds the lock now");
+  }
+
+  Result<void> unlock(const Key& key, std::string_view token) override {
+    auto sent = eval("unlock", key, scripts::kUnlock, {lock_key(key)}, {std::string(token)});
+    if (!sent) return std::unexpected(sent.error());
+    auto status = integer("unlock", key, *sent->reply);
+    if (!status) return std::unexpected(status.error());
+    if (*status == 1) return {};
+    return fail(Errc::not_found, what("unlock", key) + ": the lock was no longer ours");
+  }
+
+  std::uint64_t lock_epoch(const Key&, std::string_view token) override {
+    return parse_epoch(token).value_or(0);  // 0: not a token of ours, no number
+  }
+
+ private:
+  struct Sent {
+    ReplyPtr reply;
+    bool maybe_applied_before = false;  // an earlier attempt may have reached the server
+    int attempts = 0;
+  };
+
+  std::string doc_key(const Key& key) const { return doc_ns_ + key.str(); }
+  std::string lock_key(const Key& key) const { return lock_ns_ + key.str(); }
+  std::string epoch_key(const Key& key) const { return epoch_ns_ + key.str(); }
+
+  std::string what(std::string_view op, const Key& key) const {
+    return std::string(op) + " " + (key.empty() ? std::string("(the root)") : key.str()) +
+           " on " + where_;
+  }
+
+  // "<epoch>:<nonce>" -> epoch.
+  static std::optional<std::uint64_t> parse_epoch(std::string_view token) {
+    const auto colon = token.find(':');
+    if (colon == std::string_view::npos || colon == 0 || colon + 1 == token.size()) {
+      return std::nullopt;
+    }
+    std::uint64_t epoch = 0;
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + colon, epoch);
+    if (ec != std::errc{} || end != token.data() + colon || epoch == 0) return std::nullopt;
+    return epoch;
+  }
+
+  // 128 bits from the kernel's CSPRNG, in hex: a version or a lock nonce.
+  // Never from a seeded generator: two guards drawing the same nonce would
+  // each take the other's lock for its own.
+  std::string fresh() {
+    static constexpr char kHex[] = "0123456789abcdef";
+    unsigned char bytes[16];
+    std::size_t got = 0;
+    while (got < sizeof bytes) {
+      const auto n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+      if (n > 0) {
+        got += static_cast<std::size_t>(n);
+      } else {
+        std::random_device device;  // getrandom failed (EINTR, or an old kernel)
+        for (; got < sizeof bytes; ++got) bytes[got] = static_cast<unsigned char>(device());
+      }
+    }
+    std::string out;
+    for (unsigned char b : bytes) {
+      out.push_back(kHex[b >> 4]);
+      out.push_back(kHex[b & 0xF]);
+    }
+    return out;
+  }
+
+  Result<void> check_size(std::string_view op, const Key& key, std::string_view data) const {
+    if (data.size() > kMaxDocumentSize) {
+      return fail(Errc::invalid, what(op, key) + ": the document is " +
+                                     std::to_string(data.size()) + " bytes, over the 1 MiB limit");
+    }
+    return {};
+  }
+
+  static std::optional<long long> status_of(const redisReply& r) {
+    if (type_of(r) != ReplyType::array || size_of(r) == 0 ||
+        type_of(element(r, 0)) != ReplyType::integer) {
+      return std::nullopt;
+    }
+    return integer_of(element(r, 0));
+  }
+  static std::string field_text(const redisReply& r, std::size_t i) {
+    if (size_of(r) <= i) return {};
+    const redisReply& e = element(r, i);
+    if (type_of(e) == ReplyType::integer) return std::to_string(integer_of(e));
+    return std::string(text_of(e));
+  }
+
+  Result<long long> integer(std::string_view op, const Key& key, const redisReply& r) const {
+    if (type_of(r) != ReplyType::integer) return bad_reply(op, key, r);
+    return integer_of(r);
+  }
+
+  std::unexpected<Error> bad_reply(std::string_view op, const Key& key, const redisReply& r) const {
+    return fail(Errc::malformed, what(op, key) + ": unexpected reply from the server (type " +
+                                     std::to_string(static_cast<int>(type_of(r))) + ")");
+  }
+
+  // A server reply, without our password in it (Redis does not echo it, but
+  // a proxy or module might).
+  std::string scrub(std::string_view text) const {
+    std::string out = printable(text);
+    if (!options_.password.empty()) {
+      for (const std::string& secret : {options_.password, printable(options_.password)}) {
+        for (auto at = out.find(secret); at != std::string::npos; at = out.find(secret, at)) {
+          out.replace(at, secret.size(), "REDACTED");
+        }
+      }
+    }
+    return out;
+  }
+
+  std::unexpected<Error> server_error(std::string_view op, const Key& key,
+                                      std::string_view text) const {
+    const std::string said = "the server said: " + scrub(text);
+    auto starts = [&](std::string_view word) { return text.starts_with(word); };
+    if (starts("NOAUTH")) {
+      return fail(Errc::permission, what(op, key) + ": " + said +
+                                        " (give the password with --password-file or "
+                                        "INSTANCE_GUARD_PASSWORD)");
+    }
+    if (starts("WRONGPASS") || starts("NOPERM") || starts("ERR AUTH") ||
+        starts("ERR invalid password") || starts("ERR Client sent AUTH")) {
+      return fail(Errc::permission, what(op, key) + ": " + said +
+                                        " (check the user and the password file or "
+                                        "INSTANCE_GUARD_PASSWORD; the user needs +@all or the "
+                                        "commands EVAL, HSET, DEL, SCAN, TIME, INFO on the "
+                                        "prefix's keys)");
+    }
+    if (starts("WRONGTYPE")) {
+      return fail(Errc::malformed, what(op, key) + ": the key holds another Redis type (" +
+                                       said + ")");
+    }
+    if (starts("OOM")) return fail(Errc::no_space, what(op, key) + ": " + said);
+    if (starts("ERR unknown command")) {
+      return fail(Errc::unsupported, what(op, key) + ": " + said +
+                                         " (the store needs Lua scripting: EVAL)");
+    }
+    if (starts("READONLY")) {
+      return fail(Errc::unavailable, what(op, key) + ": " + said +
+                                         " (this is a read-only replica: point the URL at the "
+                                         "primary)");
+    }
+    if (starts("ERR DB index")) {
+      return fail(Errc::invalid, what(op, key) + ": " + said + " (check the database number)");
+    }
+    return fail(Errc::unavailable, what(op, key) + ": " + said);
+  }
+
+  Result<Sent> eval(std::string_view op, const Key& key, std::string_view script,
+                    const std::vector<std::string>& keys, const std::vector<std::string>& args) {
+    const std::string count = std::to_string(keys.size());
+    std::vector<std::string_view> argv{"EVAL", script, count};
+    for (const auto& k : keys) argv.emplace_back(k);
+    for (const auto& a : args) argv.emplace_back(a);
+    return send(op, key, argv);
+  }
+
+  // Opens and authenticates a connection (mu_ held). A transport failure or
+  // a "not now" reply sets `transport` and answers Step::retry; a refusal
+  // (credentials, database number) sets `fatal` and answers Step::fatal.
+  enum class Step { ok, retry, fatal };
+  Step connect(std::string_view op, const Key& key, TransportError& transport, Error& fatal) {
+    auto connection = Connection::open(options_.host, options_.port, options_.connect_timeout,
+                                       options_.command_timeout, transport);
+    if (!connection) return Step::retry;
+    if (options_.stats) ++options_.stats->connections;
+    auto handshake = [&](const std::vector<std::string_view>& argv) -> Step {
+      if (options_.stats) ++options_.stats->requests;
+      auto reply = connection->command(argv, transport);
+      if (!reply) return Step::retry;
+      if (type_of(*reply) == ReplyType::error) {
+        if (transient(text_of(*reply))) {
+          transport = {scrub(text_of(*reply)), false, false};
+          return Step::retry;
+        }
+        fatal = server_error(op, key, text_of(*reply)).error();
+        if (argv.front() == "AUTH" && fatal.code != Errc::permission) fatal.code = Errc::permission;
+        return Step::fatal;
+      }
+      return Step::ok;
+    };
+    if (!options_.password.empty()) {
+      std::vector<std::string_view> auth{"AUTH"};
+      if (!options_.user.empty()) auth.emplace_back(options_.user);
+      auth.emplace_back(options_.password);
+      if (auto step = handshake(auth); step != Step::ok) return step;
+    }
+    if (options_.db != 0) {
+      const std::string db = std::to_string(options_.db);
+      if (auto step = handshake({"SELECT", db}); step != Step::ok) return step;
+    }
+    connection_ = std::move(connection);
+    return Step::ok;
+  }
+
+  // Sends one command, reconnecting and retrying transport failures and
+  // "not now" replies until retry_deadline (one attempt when !retry). An
+  // error reply becomes an Error; any other reply is returned.
+  Result<Sent> send(std::string_view op, const Key& key,
+                    const std::vector<std::string_view>& argv, bool retry = true) {
+    std::lock_guard lock(mu_);
+    const auto start = Steady::now();
+    const auto deadline = start + options_.retry_deadline;
+    auto backoff = std::chrono::duration_cast<Steady::duration>(options_.initial_backoff);
+    Sent sent;
+    TransportError last;
+    for (;;) {
+      ++sent.attempts;
+      if (sent.attempts > 1 && options_.stats) ++options_.stats->retries;
+      TransportError transport;
+      Step step = Step::ok;
+      if (!connection_) {
+        Error fatal;
+        step = connect(op, key, transport, fatal);
+        if (step == Step::fatal) return std::unexpected(std::move(fatal));
+      }
+      if (step == Step::ok) {
+        if (options_.stats) ++options_.stats->requests;
+        ReplyPtr reply = connection_->command(argv, transport);
+        if (!reply) {
+          connection_.reset();
+          sent.maybe_applied_before = sent.maybe_applied_before || transport.maybe_sent;
+        } else if (type_of(*reply) == ReplyType::error) {
+          if (!transient(text_of(*reply))) return server_error(op, key, text_of(*reply));
+          transport = {scrub(text_of(*reply)), false, false};
+        } else {
+          sent.reply = std::move(reply);
+          return sent;
+        }
+      }
+      last = std::move(transport);
+      const auto now = Steady::now();
+      if (!retry || now >= deadline) break;
+      std::uniform_int_distribution<Steady::rep> jitter(0, backoff.count());
+      const Steady::duration pause(jitter(jitter_rng_));  // full jitter; mu_ guards the generator
+      std::this_thread::sleep_for(std::min(pause, deadline - now));
+      backoff = std::min(backoff * 2,
+                         std::chrono::duration_cast<Steady::duration>(options_.max_backoff));
+    }
+    const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - start);
+    std::string message = what(op, key) + ": " + last.message;
+    if (sent.attempts > 1) {
+      message += " (after " + std::to_string(sent.attempts) + " attempts in " +
+                 std::to_string(spent.count()) + " ms)";
+    }
+    message += "; check that redis-server runs and accepts connections at " + options_.host +
+               ":" + std::to_string(options_.port);
+    return fail(last.timed_out ? Errc::timeout : Errc::unavailable, std::move(message));
+  }
+
+  // Diagnostics once per store: clock skew (TIME) and persistence (INFO).
+  // False when the server could not be reached (probe again next time).
+  bool probe() {
+    const Key root;
+    const WallTime before = options_.clock->wall();
+    auto time = send("probe", root, {"TIME"}, false);
+    if (!time) {
+      log_->debug("redis probe: server not reached", {{"store", where_},
+                                                      {"error", time.error().message}});
+      return time.error().code == Errc::permission || time.error().code == Errc::invalid;
+    }
+    const WallTime after = options_.clock->wall();
+    const redisReply& t = *time->reply;
+    if (type_of(t) == ReplyType::array && size_of(t) == 2) {
+      long long secs = 0;
+      long long micros = 0;
+      const auto s = text_of(element(t, 0));
+      const auto u = text_of(element(t, 1));
+      if (std::from_chars(s.data(), s.data() + s.size(), secs).ec == std::errc{} &&
+          std::from_chars(u.data(), u.data() + u.size(), micros).ec == std::errc{}) {
+        const WallTime server{std::chrono::duration_cast<WallTime::duration>(
+            std::chrono::seconds(secs) + std::chrono::microseconds(micros))};
+        const WallTime ours = before + (after - before) / 2;
+        const auto skew = server > ours ? server - ours : ours - server;
+        if (skew > options_.max_clock_skew) {
+          log_->warn("the Redis server's clock differs from ours; leases are judged on the "
+                     "server's clock, records on each guard's",
+                     {{"store", where_}, {"skew", format_duration(
+                                                      std::chrono::duration_cast<Duration>(skew))}});
+        }
+      }
+    }
+    auto info = send("probe", root, {"INFO", "persistence"}, false);
+    if (!info || type_of(*info->reply) != ReplyType::string) {
+      log_->debug("redis probe: INFO persistence unavailable", {{"store", where_}});
+      return true;
+    }
+    if (text_of(*info->reply).find("aof_enabled:1") == std::string_view::npos) {
+      log_->warn("the Redis server runs without append-only persistence: a restart ends every "
+                 "lease (holders stop their command) and restarts the fencing epoch; set "
+                 "appendonly yes (appendfsync always) to keep them",
+                 {{"store", where_}});
+    }
+    return true;
+  }
+
+  RedisStoreOptions options_;
+  const std::string where_;
+  std::shared_ptr<Logger> log_;
+  const std::string doc_ns_;
+  const std::string lock_ns_;
+  const std::string epoch_ns_;
+
+  std::mutex mu_;  // guards connection_; held for a whole operation with its retries
+  std::unique_ptr<Connection> connection_;
+  std::mt19937_64 jitter_rng_;  // retry jitter only (mu_ held)
+  std::mutex probe_mu_;
+  std::atomic<bool> probed_{false};
+  std::optional<Steady::time_point> last_probe_;  // probe_mu_
+};
+
+}  // namespace
+}  // namespace redis
+
+Result<std::shared_ptr<Store>> make_redis_store(RedisStoreOptions options) {
+  if (options.host.empty()) return fail(Errc::invalid, "redis store: no host");
+  for (unsigned char c : options.host) {
+    if (!(std::isalnum(c) || c == '.' || c == '-' || c == '_' || c == ':')) {
+      return fail(Errc::invalid, "redis store: the host holds a character a host name cannot");
+    }
+  }
+  if (options.port < 1 || options.port > 65535) {
+    return fail(Errc::invalid, "redis store: the port must be from 1 to 65535");
+  }
+  if (options.db < 0) return fail(Errc::invalid, "redis store: the database number is negative");
+  if (!options.user.empty() && options.password.empty()) {
+    return fail(Errc::invalid, "redis store: a user was given but no password");
+  }
+  return std::make_shared<redis::RedisStore>(std::move(options));
+}
+
+}  // namespace instance

@@ -1,0 +1,52 @@
+# Helpers for e2e tests that need a loopback etcd (tests/integration/servers/
+# etcd.sh, which installs etcd-server when missing). Source after lib.sh; it
+# replaces the EXIT trap so etcd is stopped before the scratch folder goes.
+ETCD_SCRIPT=${INSTANCE_TESTS_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}/integration/servers/etcd.sh
+ETCD_STARTED=()
+stop_all_etcd() {
+  local name
+  for name in "${ETCD_STARTED[@]}"; do bash "$ETCD_SCRIPT" stop "$WORK/$name" >/dev/null 2>&1 || true; done
+}
+trap 'stop_all_etcd; cleanup' EXIT
+
+# A TCP port on 127.0.0.1 nobody answers on.
+etcd_free_port() {
+  local port
+  while :; do
+    port=$((20000 + RANDOM % 40000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
+  done
+}
+
+# start_etcd NAME [PORT] [VAR=VALUE...]: starts (or restarts, keeping its
+# data) etcd in $WORK/NAME on PORT or a free port, VAR=VALUE in the script's
+# environment (ETCD_ROOT_PASSWORD=...); sets $ETCD_PORT and $ETCD_URL
+# (http://127.0.0.1:PORT).
+start_etcd() {
+  local name=$1 port="" attempt
+  shift
+  if [[ ${1:-} =~ ^[0-9]+$ ]]; then
+    port=$1
+    shift
+  fi
+  for attempt in 1 2 3; do
+    ETCD_PORT=${port:-$(etcd_free_port)}
+    if ETCD_URL=$(env WATCH_PID=$$ "$@" bash "$ETCD_SCRIPT" start "$WORK/$name" "$ETCD_PORT" 2>"$WORK/$name.start.err"); then
+      ETCD_STARTED+=("$name")
+      return 0
+    fi
+  done
+  cat "$WORK/$name.start.err" >&2
+  fail "could not start etcd $name"
+}
+
+# stop_etcd NAME: stops it, keeping its data (start_etcd NAME PORT restarts it).
+stop_etcd() { bash "$ETCD_SCRIPT" stop "$WORK/$1" >/dev/null 2>&1; }
+
+# etcd_get URL KEY: prints the value of an etcd key (nothing when absent).
+etcd_get() {
+  local key
+  key=$(printf '%s' "$2" | base64 -w0)
+  curl -s --max-time 5 "$1/v3/kv/range" -d "{\"key\":\"$key\"}" |
+    jq -r '.kvs[0].value // empty' | base64 -d
+}

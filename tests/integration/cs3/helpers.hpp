@@ -1,0 +1,80 @@
+// Shared helpers for the CS3 tests: stores on a gateway test double, and a
+// logger that keeps every line.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway_double.hpp"
+#include "instance/key.hpp"
+#include "instance/logger.hpp"
+#include "instance/store.hpp"
+#include "instance/stores/cs3.hpp"
+
+namespace instance::testing {
+
+inline Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
+
+// Keeps every line, at every level, as "level message k=v ...".
+class CapturingLogger final : public Logger {
+ public:
+  void log(LogLevel level, std::string_view message, std::span<const LogField> fields) override {
+    std::string line = std::string(to_string(level)) + " " + std::string(message);
+    for (const auto& f : fields) line += " " + f.key + "=" + f.value;
+    std::lock_guard lock(mu_);
+    lines_.push_back(std::move(line));
+  }
+  std::vector<std::string> lines() const {
+    std::lock_guard lock(mu_);
+    return lines_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+// A folder name no other test in this double uses.
+inline std::string fresh_folder() {
+  static std::atomic<int> n{0};
+  return "guard-" + std::to_string(++n);
+}
+
+// Options for a store on `gateway` in `folder`, with short timeouts so
+// failures end quickly.
+inline Cs3StoreOptions options_for(const GatewayDouble& gateway,
+                                   const std::string& folder = fresh_folder()) {
+  Cs3StoreOptions options;
+  options.gateway = gateway.address();
+  options.space_id = gateway.space();
+  options.folder = folder;
+  options.client_id = gateway.options().client_id;
+  options.client_secret = gateway.options().client_secret;
+  options.call_timeout = std::chrono::milliseconds(5000);
+  options.retry_deadline = std::chrono::milliseconds(3000);
+  options.initial_backoff = std::chrono::milliseconds(5);
+  options.max_backoff = std::chrono::milliseconds(100);
+  return options;
+}
+
+inline std::shared_ptr<Store> make_store(Cs3StoreOptions options) {
+  auto store = make_cs3_store(std::move(options));
+  EXPECT_TRUE(store.has_value()) << store.error().message;
+  return store ? *store : nullptr;
+}
+
+// One double for the whole test process (each gtest test runs in its own
+// process under ctest), with a short "processing" window after every
+// upload so reads and deletes meet 425 / CODE_TOO_EARLY now and then.
+inline GatewayDouble& shared_gateway() {
+  static GatewayDouble gateway(GatewayDoubleOptions{.too_early = std::chrono::milliseconds(2)});
+  return gateway;
+}
+
+}  // namespace instance::testing

@@ -1,0 +1,139 @@
+#include "server.hpp"
+
+#include "support/server_script.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#ifndef INSTANCE_TEST_SERVERS_DIR
+#error "INSTANCE_TEST_SERVERS_DIR must name tests/integration/servers"
+#endif
+
+namespace instance::testing {
+namespace {
+
+std::string script() { return std::string(INSTANCE_TEST_SERVERS_DIR) + "/etcd.sh"; }
+
+std::mutex shared_mu;
+std::unique_ptr<EtcdServer>& slot(int which) {
+  static std::unique_ptr<EtcdServer> servers[2];
+  return servers[which];
+}
+
+class ServersEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::lock_guard lock(shared_mu);
+    slot(0).reset();
+    slot(1).reset();
+  }
+};
+[[maybe_unused]] const auto* const kEnvironment =
+    ::testing::AddGlobalTestEnvironment(new ServersEnvironment);
+
+}  // namespace
+
+std::string etcd_missing() {
+  return ::access("/usr/bin/etcd", X_OK) == 0 ? std::string()
+                                               : "etcd is not installed (Debian: etcd-server)";
+}
+
+EtcdServer& EtcdServer::shared() {
+  std::lock_guard lock(shared_mu);
+  if (!slot(0)) slot(0) = std::make_unique<EtcdServer>();
+  return *slot(0);
+}
+
+EtcdServer& EtcdServer::with_auth() {
+  std::lock_guard lock(shared_mu);
+  if (!slot(1)) slot(1) = std::make_unique<EtcdServer>(Config{.root_password = kRootPassword});
+  return *slot(1);
+}
+
+EtcdServer::EtcdServer(Config config) : config_(std::move(config)) {
+  char dir_template[] = "/tmp/instance-guard-etcd-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr) return;
+  dir_ = dir_template;
+  if (config_.tls &&
+      run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
+          "-addext subjectAltName=IP:127.0.0.1 -keyout " + shell_quote((dir_ / "key.pem").string()) +
+          " -out " + shell_quote(ca_file().string()) + " >/dev/null 2>&1") != 0) {
+    ADD_FAILURE() << "openssl could not make a test certificate";
+    return;
+  }
+  // The script installs etcd-server when it is missing; only when that
+  // fails too do the tests skip (etcd_missing()).
+  for (int attempt = 0; attempt < 3 && !running(); ++attempt) {
+    port_ = free_port();
+    do {
+      peer_port_ = free_port();
+    } while (peer_port_ == port_);
+    if (!start()) std::cerr << "etcd start attempt " << attempt << " failed\n";
+    if (!etcd_missing().empty()) return;
+  }
+  if (!running()) ADD_FAILURE() << "could not start etcd: " << read_file(dir_ / "start.out");
+}
+
+EtcdServer::~EtcdServer() {
+  stop();
+  std::error_code ec;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+}
+
+bool EtcdServer::start() {
+  if (dir_.empty() || port_ == 0) return false;
+  std::string env = "WATCH_PID=" + std::to_string(::getpid()) + " ";
+  if (!config_.root_password.empty()) env += "ETCD_ROOT_PASSWORD=" + shell_quote(config_.root_password) + " ";
+  if (config_.tls) {
+    env += "TLS_CERT=" + shell_quote(ca_file().string()) + " TLS_KEY=" + shell_quote((dir_ / "key.pem").string()) + " ";
+  }
+  const auto out = dir_ / "start.out";
+  if (run(env + "bash " + shell_quote(script()) + " start " + shell_quote(dir_.string()) + " " +
+          std::to_string(port_) + " " + std::to_string(peer_port_) + " > " + shell_quote(out.string()) +
+          " 2>&1") != 0) {
+    return false;
+  }
+  url_ = read_file(out);
+  while (!url_.empty() && (url_.back() == '\n' || url_.back() == '\r')) url_.pop_back();
+  if (const auto nl = url_.rfind('\n'); nl != std::string::npos) url_ = url_.substr(nl + 1);
+  return true;
+}
+
+void EtcdServer::stop() {
+  if (dir_.empty()) return;
+  run("bash " + shell_quote(script()) + " stop " + shell_quote(dir_.string()) + " >/dev/null 2>&1");
+  url_.clear();
+}
+
+std::string EtcdServer::fresh_prefix() {
+  static std::atomic<int> counter{0};
+  return "/t" + std::to_string(++counter) + "-" + std::to_string(::getpid());
+}
+
+EtcdStoreOptions EtcdServer::options(std::string prefix) const {
+  EtcdStoreOptions o;
+  o.endpoint = (config_.tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_);
+  if (config_.tls) o.ca_file = ca_file();
+  o.prefix = std::move(prefix);
+  if (!config_.root_password.empty()) {
+    o.user = "root";
+    o.password = config_.root_password;
+  }
+  return o;
+}
+
+std::shared_ptr<Store> EtcdServer::store(std::string prefix) const {
+  if (!running()) return nullptr;
+  return make_etcd_store(options(std::move(prefix))).value();
+}
+
+}  // namespace instance::testing

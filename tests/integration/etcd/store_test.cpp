@@ -1,0 +1,293 @@
+// What the etcd store adds to the contract, against a real etcd: native
+// locks (exclusive, invisible, fenced by revisions, expired on the server's
+// clock), prefixes that never overlap, foreign keys, oversized values,
+// unreachable servers, and credentials that never show.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "codec.hpp"
+#include "http.hpp"
+#include "instance/open_store.hpp"
+#include "server.hpp"
+#include "support/test_support.hpp"
+
+namespace instance::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
+
+// Writes or deletes etcd keys behind the store's back (as another tool would).
+class Raw {
+ public:
+  explicit Raw(const EtcdServer& server)
+      : http_(etcd::HttpClient::create({.endpoint = server.options().endpoint}).value()) {}
+  void put(const std::string& k, const std::string& value) {
+    const nlohmann::json body = {{"key", etcd::base64_encode(k)},
+                                 {"value", etcd::base64_encode(value)}};
+    const auto reply = http_->post("/v3/kv/put", body.dump(), "", 5s, 1 << 20);
+    ASSERT_EQ(reply.status, 200) << reply.body;
+  }
+  void remove(const std::string& k) {
+    const nlohmann::json body = {{"key", etcd::base64_encode(k)}};
+    const auto reply = http_->post("/v3/kv/deleterange", body.dump(), "", 5s, 1 << 20);
+    ASSERT_EQ(reply.status, 200) << reply.body;
+  }
+
+ private:
+  std::unique_ptr<etcd::HttpClient> http_;
+};
+
+class EtcdStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const auto missing = etcd_missing(); !missing.empty()) GTEST_SKIP() << missing;
+    ASSERT_TRUE(server().running());
+    prefix_ = EtcdServer::fresh_prefix();
+  }
+  static EtcdServer& server() { return EtcdServer::shared(); }
+  std::shared_ptr<Store> store() { return server().store(prefix_); }
+  std::string prefix_;
+};
+
+TEST_F(EtcdStoreTest, DeclaresEveryCapabilityWithTheServersClock) {
+  const Capabilities caps = store()->capabilities();
+  EXPECT_TRUE(caps.versions);
+  EXPECT_TRUE(caps.conditional_writes);
+  EXPECT_TRUE(caps.native_lease);
+  EXPECT_TRUE(caps.server_clock);
+  EXPECT_EQ(store()->describe(), "etcd://127.0.0.1:" + std::to_string(server().port()) + prefix_);
+}
+
+TEST_F(EtcdStoreTest, ALockExcludesOthersAndIsNeitherReadNorListed) {
+  auto a = store();
+  auto b = store();  // its own connection
+  auto token = a->lock(key("instances.lock"), 30s, "guard-a");
+  ASSERT_TRUE(token) << token.error().message;
+  auto other = b->lock(key("instances.lock"), 30s, "guard-b");
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().code, Errc::locked);
+  EXPECT_NE(other.error().message.find("guard-a"), std::string::npos) << other.error().message;
+  EXPECT_EQ(a->get(key("instances.lock")).error().code, Errc::not_found);
+  EXPECT_TRUE(a->list(Key()).value().empty());
+  ASSERT_TRUE(a->unlock(key("instances.lock"), *token));
+  EXPECT_TRUE(b->lock(key("instances.lock"), 30s, "guard-b"));
+}
+
+TEST_F(EtcdStoreTest, EveryLockGetsALargerEpochFromTheServer) {
+  auto s = store();
+  std::uint64_t last = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto token = s->lock(key("instances.lock"), 30s, "me");
+    ASSERT_TRUE(token) << token.error().message;
+    const auto epoch = s->lock_epoch(key("instances.lock"), *token);
+    EXPECT_GT(epoch, last);
+    last = epoch;
+    // Writes in between move the revision on; epochs still only grow.
+    ASSERT_TRUE(s->replace(key("instances/x"), "x"));
+    ASSERT_TRUE(s->unlock(key("instances.lock"), *token));
+  }
+  EXPECT_EQ(s->lock_epoch(key("instances.lock"), "not-a-token"), 0u);
+}
+
+TEST_F(EtcdStoreTest, RefreshKeepsALockUntilUnlockedOrTaken) {
+  auto a = store();
+  auto b = store();
+  const Key k = key("instances.lock");
+  auto token = a->lock(k, 30s, "a").value();
+  ASSERT_TRUE(a->refresh_lock(k, token, 30s));
+  ASSERT_TRUE(a->unlock(k, token));
+  EXPECT_EQ(a->refresh_lock(k, token, 30s).error().code, Errc::not_found);
+  EXPECT_EQ(a->unlock(k, token).error().code, Errc::not_found);
+
+  // The lock key deleted behind our back: lost, and another may lock.
+  token = a->lock(k, 30s, "a").value();
+  Raw(server()).remove(prefix_ + "#lock/instances.lock");
+  EXPECT_EQ(a->refresh_lock(k, token, 30s).error().code, Errc::not_found);
+  auto taken = b->lock(k, 30s, "b");
+  ASSERT_TRUE(taken) << taken.error().message;
+  // Our lease still lives, but the lock is someone else's now.
+  EXPECT_EQ(a->refresh_lock(k, token, 30s).error().code, Errc::locked);
+  EXPECT_TRUE(b->refresh_lock(k, *taken, 30s));
+  EXPECT_EQ(a->refresh_lock(k, "garbage", 30s).error().code, Errc::invalid);
+}
+
+TEST_F(EtcdStoreTest, AnUnrefreshedLockExpiresOnTheServersClock) {
+  auto a = store();
+  auto b = store();
+  const Key k = key("instances.lock");
+  ASSERT_TRUE(a->lock(k, 1s, "a"));
+  ASSERT_EQ(b->lock(k, 1s, "b").error().code, Errc::locked);
+  // Nobody refreshes: the server ends the lease after its TTL (1 s here, or
+  // etcd's minimum TTL). Poll for it, bounded.
+  const auto start = std::chrono::steady_clock::now();
+  Result<std::string> taken = fail(Errc::locked, "not yet");
+  while (!taken && std::chrono::steady_clock::now() - start < 10s) {
+    taken = b->lock(k, 30s, "b");
+    if (!taken) {
+      ASSERT_EQ(taken.error().code, Errc::locked) << taken.error().message;
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+  ASSERT_TRUE(taken) << "the lock did not expire within 10 s";
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, 500ms);
+  std::cout << "[ etcd ] a 1 s lease expired after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count() << " ms\n";
+}
+
+TEST_F(EtcdStoreTest, VersionsThatAreNotOursNeverMatch) {
+  auto s = store();
+  for (const char* v : {"0", "-1", "", "abc", "1.0"}) {
+    auto r = s->replace_if(key("instances/none"), "x", v);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, Errc::conflict) << v;
+    EXPECT_EQ(s->remove_if(key("instances/none"), v).error().code, Errc::conflict) << v;
+  }
+  EXPECT_EQ(s->get(key("instances/none")).error().code, Errc::not_found);
+  const auto v1 = s->replace(key("instances/a"), "one").value();
+  EXPECT_EQ(s->remove_if(key("instances/b"), v1).error().code, Errc::not_found);
+  EXPECT_EQ(s->replace_if(key("instances/b"), "x", v1).error().code, Errc::not_found);
+}
+
+TEST_F(EtcdStoreTest, NeighbouringPrefixesNeverSeeEachOther) {
+  // "/p", "/p-", "/p0", "/pa" and "/p/x" sort next to each other in etcd.
+  const std::string base = prefix_;
+  for (const std::string suffix : {"", "-", "0", "a"}) {
+    auto s = server().store(base + suffix);
+    ASSERT_TRUE(s->replace(key("instances/r"), suffix));
+    ASSERT_TRUE(s->lock(key("instances.lock"), 30s, "x"));
+  }
+  auto s = server().store(base);
+  EXPECT_EQ(s->list(Key()).value(), std::vector<Key>{key("instances/r")});
+  EXPECT_EQ(s->list(key("instances")).value(), std::vector<Key>{key("instances/r")});
+  EXPECT_EQ(s->get(key("instances/r"))->data, "");
+  // Hostile segments (bytes 0x80-0xFF, '/', '.') stay inside their folder.
+  const Key hostile = Key::from_segments({"instances", "\xff\xff", "/..", "."}).value();
+  ASSERT_TRUE(s->replace(hostile, "h"));
+  EXPECT_EQ(s->list(key("instances")).value().size(), 2u);
+  EXPECT_TRUE(s->list(key("instance")).value().empty());
+}
+
+TEST_F(EtcdStoreTest, AForeignKeyUnderThePrefixFailsTheListing) {
+  auto s = store();
+  ASSERT_TRUE(s->replace(key("instances/good"), "g"));
+  Raw(server()).put(prefix_ + "/instances/not canonical", "x");
+  auto listed = s->list(key("instances"));
+  ASSERT_FALSE(listed);
+  EXPECT_EQ(listed.error().code, Errc::malformed);
+  EXPECT_NE(listed.error().message.find("not canonical"), std::string::npos)
+      << listed.error().message;
+  EXPECT_TRUE(s->list(key("other")));  // other folders are unaffected
+}
+
+TEST_F(EtcdStoreTest, AnOversizedStoredValueReadsAsMalformed) {
+  auto s = store();
+  Raw(server()).put(prefix_ + "/instances/big", std::string(kMaxDocumentSize + 1, 'x'));
+  auto doc = s->get(key("instances/big"));
+  ASSERT_FALSE(doc);
+  EXPECT_EQ(doc.error().code, Errc::malformed) << doc.error().message;
+}
+
+TEST(EtcdUnreachable, FailsAsUnavailableNamingTheEndpointAfterRetries) {
+  EtcdStoreOptions options;
+  options.endpoint = "http://127.0.0.1:9";  // discard: nobody listens on loopback
+  options.retry_deadline = 300ms;
+  auto s = make_etcd_store(options).value();
+  const auto start = std::chrono::steady_clock::now();
+  auto doc = s->get(key("instances/a"));
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(doc);
+  EXPECT_EQ(doc.error().code, Errc::unavailable) << doc.error().message;
+  EXPECT_NE(doc.error().message.find("etcd://127.0.0.1:9/instance-guard"), std::string::npos)
+      << doc.error().message;
+  EXPECT_NE(doc.error().message.find("attempts"), std::string::npos) << doc.error().message;
+  EXPECT_LT(took, 3s);
+}
+
+TEST(EtcdTls, EtcdsVerifiesTheServerWithTheGivenCa) {
+  if (const auto missing = etcd_missing(); !missing.empty()) GTEST_SKIP() << missing;
+  EtcdServer server({.tls = true});
+  ASSERT_TRUE(server.running());
+  OpenOptions open;
+  open.ca_file = server.ca_file();
+  open.getenv = [](std::string_view) { return std::optional<std::string>{}; };
+  const std::string url = "etcds://127.0.0.1:" + std::to_string(server.port()) + "/tls";
+  auto s = open_store(url, open).value();
+  ASSERT_TRUE(s->replace(key("instances/a"), "over tls")) << s->get(key("instances/a")).error().message;
+  EXPECT_EQ(s->get(key("instances/a"))->data, "over tls");
+  auto token = s->lock(key("instances.lock"), 30s, "tls");
+  ASSERT_TRUE(token) << token.error().message;
+  EXPECT_TRUE(s->refresh_lock(key("instances.lock"), *token, 30s));
+
+  // Without the CA the certificate is refused, and the error says what to do.
+  open.ca_file.clear();
+  auto unverified = open_store(url, open).value()->get(key("instances/a"));
+  ASSERT_FALSE(unverified);
+  EXPECT_EQ(unverified.error().code, Errc::unavailable);
+  EXPECT_NE(unverified.error().message.find("--ca-file"), std::string::npos)
+      << unverified.error().message;
+  open.insecure = true;
+  EXPECT_EQ(open_store(url, open).value()->get(key("instances/a"))->data, "over tls");
+}
+
+class EtcdAuth : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const auto missing = etcd_missing(); !missing.empty()) GTEST_SKIP() << missing;
+    ASSERT_TRUE(EtcdServer::with_auth().running());
+  }
+};
+
+TEST_F(EtcdAuth, AWrongPasswordIsAPermissionErrorThatNeverShowsIt) {
+  auto logger = std::make_shared<CapturingLogger>();
+  auto options = EtcdServer::with_auth().options();
+  const std::string wrong = "wrong-Pw-5d2b";
+  options.password = wrong;
+  options.logger = logger;
+  auto s = make_etcd_store(options).value();
+  auto doc = s->get(key("instances/a"));
+  ASSERT_FALSE(doc);
+  EXPECT_EQ(doc.error().code, Errc::permission) << doc.error().message;
+  EXPECT_NE(doc.error().message.find("password"), std::string::npos) << doc.error().message;
+  EXPECT_EQ(doc.error().message.find(wrong), std::string::npos);
+  EXPECT_EQ(s->describe().find(wrong), std::string::npos);
+  EXPECT_FALSE(logger->contains(wrong));
+  // Without credentials the server refuses too.
+  options.user.clear();
+  options.password.clear();
+  EXPECT_EQ(make_etcd_store(options).value()->get(key("instances/a")).error().code,
+            Errc::permission);
+}
+
+TEST_F(EtcdAuth, TheRightPasswordNeverShowsInErrorsDescribeOrLogs) {
+  auto logger = std::make_shared<CapturingLogger>();
+  OpenOptions open;
+  open.logger = logger;
+  open.user = "root";
+  open.getenv = [](std::string_view name) -> std::optional<std::string> {
+    if (name == "INSTANCE_GUARD_PASSWORD") return std::string(EtcdServer::kRootPassword);
+    return std::nullopt;
+  };
+  const std::string url = "etcd://127.0.0.1:" + std::to_string(EtcdServer::with_auth().port()) +
+                          EtcdServer::fresh_prefix();
+  auto s = open_store(url, open);
+  ASSERT_TRUE(s) << s.error().message;
+  ASSERT_TRUE((*s)->replace(key("instances/a"), "a"));
+  std::vector<std::string> messages{(*s)->describe()};
+  messages.push_back((*s)->create(key("instances/a"), "again").error().message);
+  messages.push_back((*s)->replace_if(key("instances/a"), "x", "1").error().message);
+  messages.push_back((*s)->unlock(key("instances.lock"), "1:1").error().message);
+  auto token = (*s)->lock(key("instances.lock"), 30s, "me").value();
+  messages.push_back((*s)->lock(key("instances.lock"), 30s, "me").error().message);
+  ASSERT_TRUE((*s)->unlock(key("instances.lock"), token));
+  for (const auto& m : messages) {
+    EXPECT_EQ(m.find(EtcdServer::kRootPassword), std::string::npos) << m;
+  }
+  EXPECT_FALSE(logger->contains(EtcdServer::kRootPassword));
+}
+
+}  // namespace
+}  // namespace instance::testing

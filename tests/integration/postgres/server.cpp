@@ -1,0 +1,162 @@
+#include "server.hpp"
+
+#include "support/server_script.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#ifndef INSTANCE_TEST_SERVERS_DIR
+#error "INSTANCE_TEST_SERVERS_DIR must name tests/integration/servers"
+#endif
+
+namespace instance::testing {
+namespace {
+
+std::mutex server_mu;
+std::unique_ptr<PostgresServer>& the_server() {
+  static std::unique_ptr<PostgresServer> server;
+  return server;
+}
+
+// Stops the cluster once all tests have run.
+class ServerEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::lock_guard lock(server_mu);
+    the_server().reset();
+  }
+};
+
+[[maybe_unused]] const auto* const kEnvironment =
+    ::testing::AddGlobalTestEnvironment(new ServerEnvironment);
+
+std::string script() { return std::string(INSTANCE_TEST_SERVERS_DIR) + "/postgres.sh"; }
+
+}  // namespace
+
+PostgresServer& PostgresServer::get() {
+  std::lock_guard lock(server_mu);
+  auto& slot = the_server();
+  if (!slot) {
+    slot.reset(new PostgresServer());
+    if (!slot->first_start() && !slot->absent_) {
+      ADD_FAILURE() << "could not start the PostgreSQL test cluster: " << slot->skip_reason_;
+    }
+  }
+  return *slot;
+}
+
+PostgresServer::~PostgresServer() {
+  stop();
+  if (!dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+}
+
+std::string PostgresServer::url() const {
+  return "postgres://127.0.0.1:" + std::to_string(port_) + "/guard";
+}
+
+std::string PostgresServer::fresh_table() {
+  static std::atomic<int> counter{0};
+  return "t" + std::to_string(++counter) + "_" + std::to_string(::getpid());
+}
+
+bool PostgresServer::first_start() {
+  char dir_template[] = "/tmp/instance-guard-postgres-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr) {
+    skip_reason_ = "mkdtemp failed";
+    return false;
+  }
+  dir_ = dir_template;
+  // The test role's password goes to the script in a file, not on a command line.
+  std::ofstream(dir_ / "password") << kPassword << "\n";
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    port_ = free_port();
+    if (start()) return true;
+    if (absent_) return false;
+    std::error_code ec;
+    std::filesystem::remove_all(dir_ / "data", ec);  // a fresh initdb on the next port
+  }
+  port_ = 0;
+  return false;
+}
+
+bool PostgresServer::start() {
+  const auto out = dir_ / "start.out";
+  const std::string cmd = "WATCH_PID=" + std::to_string(::getpid()) + " AUTH_USER=" +
+                          std::string(kUser) + " AUTH_PASSWORD_FILE=" +
+                          shell_quote((dir_ / "password").string()) + " bash " +
+                          shell_quote(script()) + " start " + shell_quote(dir_.string()) + " " +
+                          std::to_string(port_) + " > " + shell_quote(out.string()) + " 2>&1";
+  const int rc = run(cmd);
+  running_ = rc == 0;
+  if (rc == 77) {
+    absent_ = true;
+    skip_reason_ = "PostgreSQL is not installed (Debian package postgresql; scripts/deps.sh "
+                   "installs it)";
+  } else if (rc != 0) {
+    skip_reason_ = read_file(out);
+  }
+  return running_;
+}
+
+void PostgresServer::stop() {
+  if (dir_.empty()) return;
+  run("bash " + shell_quote(script()) + " stop " + shell_quote(dir_.string()) + " >/dev/null 2>&1");
+  running_ = false;
+}
+
+std::string PostgresServer::admin(const std::string& sql) const {
+  const std::string conninfo = "host=127.0.0.1 port=" + std::to_string(port_) +
+                               " dbname=guard user=postgres connect_timeout=5";
+  PGconn* conn = PQconnectdb(conninfo.c_str());
+  std::string value;
+  if (PQstatus(conn) != CONNECTION_OK) {
+    ADD_FAILURE() << "admin connection: " << PQerrorMessage(conn);
+  } else {
+    PGresult* r = PQexec(conn, sql.c_str());
+    const auto status = PQresultStatus(r);
+    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+      ADD_FAILURE() << "admin SQL " << sql << ": " << PQresultErrorMessage(r);
+    } else if (status == PGRES_TUPLES_OK && PQntuples(r) > 0 && PQnfields(r) > 0) {
+      value = PQgetvalue(r, 0, 0);
+    }
+    PQclear(r);
+  }
+  PQfinish(conn);
+  return value;
+}
+
+PostgresStoreOptions test_options(const std::string& table) {
+  auto& server = PostgresServer::get();
+  PostgresStoreOptions options;
+  options.params = {{"host", "127.0.0.1"}, {"port", std::to_string(server.port())},
+                    {"dbname", "guard"}, {"user", "postgres"}};
+  options.table = table;
+  options.connect_timeout = std::chrono::milliseconds(2000);
+  options.request_timeout = std::chrono::milliseconds(5000);
+  options.retry_deadline = std::chrono::milliseconds(2000);
+  options.initial_backoff = std::chrono::milliseconds(10);
+  options.max_backoff = std::chrono::milliseconds(200);
+  return options;
+}
+
+std::shared_ptr<Store> test_store(PostgresStoreOptions options) {
+  auto store = make_postgres_store(std::move(options));
+  EXPECT_TRUE(store.has_value()) << store.error().message;
+  return store ? *store : nullptr;
+}
+
+}  // namespace instance::testing

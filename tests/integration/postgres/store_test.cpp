@@ -1,0 +1,324 @@
+// The PostgreSQL store against a real cluster: leases judged on the server's
+// clock, fencing epochs from a sequence, hostile inputs, a server that is
+// down or restarts, the table's creation, and credentials that never leak.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "instance/logger.hpp"
+#include "instance/testing.hpp"
+#include "server.hpp"
+
+namespace instance::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
+
+// Keeps every line, at every level.
+class CapturingLogger final : public Logger {
+ public:
+  void log(LogLevel level, std::string_view message, std::span<const LogField> fields) override {
+    std::string line = std::string(to_string(level)) + " " + std::string(message);
+    for (const auto& f : fields) line += " " + f.key + "=" + f.value;
+    std::lock_guard lock(mu_);
+    lines_.push_back(std::move(line));
+  }
+  std::vector<std::string> lines() const {
+    std::lock_guard lock(mu_);
+    return lines_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+class PostgresStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REQUIRE_POSTGRES();
+    table_ = PostgresServer::fresh_table();
+    store_ = test_store(test_options(table_));
+    ASSERT_NE(store_, nullptr);
+  }
+  PostgresServer& server() { return PostgresServer::get(); }
+  std::shared_ptr<Store> another() { return test_store(test_options(table_)); }
+  // Ends every lease in our table on the server's clock, as time passing would.
+  void expire_leases() {
+    server().admin("UPDATE " + table_ + " SET expires_at = now() - interval '1 ms' WHERE kind = 'l'");
+  }
+
+  std::string table_;
+  std::shared_ptr<Store> store_;
+};
+
+TEST_F(PostgresStoreTest, DeclaresEveryCapabilityWithTheServersClock) {
+  const Capabilities caps = store_->capabilities();
+  EXPECT_TRUE(caps.versions);
+  EXPECT_TRUE(caps.conditional_writes);
+  EXPECT_TRUE(caps.native_lease);
+  EXPECT_TRUE(caps.server_clock);
+}
+
+TEST_F(PostgresStoreTest, DescribeNamesTheEndpointAndTable) {
+  EXPECT_EQ(store_->describe(), "postgres://127.0.0.1:" + std::to_string(server().port()) +
+                                    "/guard?table=" + table_);
+}
+
+TEST_F(PostgresStoreTest, ALockIsExclusiveUntilUnlocked) {
+  auto other = another();
+  const Key k = key("instances.lock");
+  auto a = store_->lock(k, 1min, "a");
+  ASSERT_TRUE(a) << a.error().message;
+  auto b = other->lock(k, 1min, "b");
+  ASSERT_FALSE(b);
+  EXPECT_EQ(b.error().code, Errc::locked) << b.error().message;
+  ASSERT_TRUE(store_->refresh_lock(k, *a, 1min));
+  EXPECT_EQ(other->refresh_lock(k, *a + "x", 1min).error().code, Errc::not_found);
+  ASSERT_TRUE(store_->unlock(k, *a));
+  EXPECT_EQ(store_->unlock(k, *a).error().code, Errc::not_found);
+  auto b2 = other->lock(k, 1min, "b");
+  ASSERT_TRUE(b2) << b2.error().message;
+  EXPECT_GT(other->lock_epoch(k, *b2), store_->lock_epoch(k, *a));
+}
+
+TEST_F(PostgresStoreTest, LeaseExpiryIsComputedAndJudgedOnTheServersClock) {
+  const Key k = key("instances.lock");
+  auto a = store_->lock(k, 60s, "a");
+  ASSERT_TRUE(a) << a.error().message;
+  // expires_at = the server's now() + ttl.
+  const double left = std::stod(server().admin(
+      "SELECT extract(epoch FROM expires_at - now()) FROM " + table_ + " WHERE kind = 'l'"));
+  EXPECT_GT(left, 55.0);
+  EXPECT_LE(left, 60.0);
+  // The server's clock passing the expiry, and nothing else, frees it.
+  auto other = another();
+  EXPECT_EQ(other->lock(k, 60s, "b").error().code, Errc::locked);
+  expire_leases();
+  auto b = other->lock(k, 60s, "b");
+  ASSERT_TRUE(b) << b.error().message;
+  auto refreshed = store_->refresh_lock(k, *a, 60s);
+  ASSERT_FALSE(refreshed);
+  EXPECT_EQ(refreshed.error().code, Errc::locked) << refreshed.error().message;
+  EXPECT_EQ(store_->unlock(k, *a).error().code, Errc::not_found);
+  EXPECT_TRUE(other->refresh_lock(k, *b, 60s));
+}
+
+TEST_F(PostgresStoreTest, AnExpiredLeaseCannotBeRefreshedEvenWhenNobodyTookIt) {
+  const Key k = key("instances.lock");
+  auto a = store_->lock(k, 60s, "a");
+  ASSERT_TRUE(a);
+  expire_leases();
+  EXPECT_EQ(store_->refresh_lock(k, *a, 60s).error().code, Errc::locked);
+}
+
+TEST_F(PostgresStoreTest, ClientClocksDoNotMatterButSkewIsReported) {
+  // A client whose clock is months off (FakeClock starts at 2026-01-01):
+  // leases still work on the server's clock, and one warning says so.
+  auto logger = std::make_shared<CapturingLogger>();
+  auto options = test_options(table_);
+  options.clock = std::make_shared<FakeClock>();
+  options.max_clock_skew = 5s;
+  options.logger = logger;
+  auto skewed = test_store(options);
+  auto token = skewed->lock(key("instances.lock"), 60s, "skewed");
+  ASSERT_TRUE(token) << token.error().message;
+  EXPECT_EQ(store_->lock(key("instances.lock"), 60s, "b").error().code, Errc::locked);
+  ASSERT_TRUE(skewed->get(key("none")).error().code == Errc::not_found);
+  int warnings = 0;
+  for (const auto& line : logger->lines()) {
+    if (line.starts_with("warn ") && line.find("clock") != std::string::npos) ++warnings;
+  }
+  EXPECT_EQ(warnings, 1);
+}
+
+TEST_F(PostgresStoreTest, LeasesNeverShowAsDocuments) {
+  ASSERT_TRUE(store_->lock(key("instances/lock"), 1min, "a"));
+  EXPECT_EQ(store_->get(key("instances/lock")).error().code, Errc::not_found);
+  EXPECT_TRUE(store_->list(key("instances")).value().empty());
+  EXPECT_TRUE(store_->list(Key{}).value().empty());
+  // A document under the same key is independent of the lease.
+  ASSERT_TRUE(store_->replace(key("instances/lock"), "doc"));
+  EXPECT_EQ(store_->get(key("instances/lock"))->data, "doc");
+}
+
+TEST_F(PostgresStoreTest, EpochsComeFromTheSequenceAndNeverRepeat) {
+  const Key k = key("instances.lock");
+  std::uint64_t last = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto t = store_->lock(k, 1min, "a");
+    ASSERT_TRUE(t) << t.error().message;
+    const auto epoch = store_->lock_epoch(k, *t);
+    EXPECT_GT(epoch, 0u);
+    EXPECT_GT(epoch, last);
+    last = epoch;
+    EXPECT_EQ(server().admin("SELECT epoch FROM " + table_ + " WHERE kind = 'l'"),
+              std::to_string(epoch));
+    ASSERT_TRUE(store_->unlock(k, *t));
+  }
+  EXPECT_EQ(server().admin("SELECT last_value FROM " + table_ + "_epoch"), std::to_string(last));
+}
+
+TEST_F(PostgresStoreTest, HostileVersionsTokensAndKeysStayParameters) {
+  const Key k = key("instances/a");
+  const auto v = store_->replace(k, "one").value();
+  for (std::string_view bad : {"1 OR 1=1", "0; DROP TABLE x", "' OR ''='", "", "-1",
+                               "99999999999999999999999", "1e3"}) {
+    EXPECT_EQ(store_->replace_if(k, "two", bad).error().code, Errc::conflict) << bad;
+    EXPECT_EQ(store_->remove_if(k, bad).error().code, Errc::conflict) << bad;
+  }
+  for (std::string_view bad : {"1.'; DELETE FROM x; --", "x", "1.", ".0123456789abcdef"}) {
+    EXPECT_EQ(store_->refresh_lock(k, bad, 1min).error().code, Errc::not_found) << bad;
+    EXPECT_EQ(store_->unlock(k, bad).error().code, Errc::not_found) << bad;
+  }
+  const Key quote = Key::from_segments({"instances", "a'; DROP TABLE " + table_ + "; --"}).value();
+  ASSERT_TRUE(store_->replace(quote, "q"));
+  EXPECT_EQ(store_->get(quote)->data, "q");
+  EXPECT_EQ(store_->get(k)->data, "one");
+  EXPECT_EQ(store_->get(k)->version, v);
+  EXPECT_EQ(server().admin("SELECT count(*) FROM " + table_), "2");
+}
+
+TEST_F(PostgresStoreTest, ListRangesDoNotCatchNeighbours) {
+  // '%' and '_' are LIKE wildcards; '0' follows '/' in byte order.
+  for (const char* k : {"a/x", "a0", "a%2F", "a_/y", "a/b/c", "b"}) {
+    ASSERT_TRUE(store_->replace(key(k), k)) << k;
+  }
+  auto keys = store_->list(key("a")).value();
+  std::vector<std::string> names;
+  for (const auto& k : keys) names.push_back(k.str());
+  std::ranges::sort(names);
+  EXPECT_EQ(names, (std::vector<std::string>{"a/b/c", "a/x"}));
+  EXPECT_EQ(store_->list(key("a_")).value().size(), 1u);
+}
+
+TEST_F(PostgresStoreTest, ABadTableNameIsRefused) {
+  for (const char* bad : {"", "Upper", "1st", "a-b", "x\"; DROP TABLE y; --",
+                          "a_very_long_table_name_that_is_more_than_forty_eight_chars"}) {
+    auto options = test_options(bad);
+    auto store = make_postgres_store(options);
+    ASSERT_FALSE(store) << bad;
+    EXPECT_EQ(store.error().code, Errc::invalid);
+  }
+}
+
+TEST_F(PostgresStoreTest, ConcurrentFirstUsersCreateTheTableOnce) {
+  const std::string table = PostgresServer::fresh_table();
+  std::vector<std::shared_ptr<Store>> stores;
+  for (int i = 0; i < 8; ++i) stores.push_back(test_store(test_options(table)));
+  std::vector<std::string> errors(stores.size());
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t i = 0; i < stores.size(); ++i) {
+      threads.emplace_back([&, i] {
+        auto r = stores[i]->replace(key("instances/r" + std::to_string(i)), "x");
+        if (!r) errors[i] = r.error().message;
+      });
+    }
+  }
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  EXPECT_EQ(stores[0]->list(key("instances")).value().size(), stores.size());
+}
+
+TEST_F(PostgresStoreTest, ADroppedTableIsMadeAgain) {
+  ASSERT_TRUE(store_->replace(key("instances/a"), "x"));
+  server().admin("DROP TABLE " + table_);
+  EXPECT_EQ(store_->get(key("instances/a")).error().code, Errc::not_found);
+  ASSERT_TRUE(store_->replace(key("instances/a"), "y"));
+  EXPECT_EQ(store_->get(key("instances/a"))->data, "y");
+}
+
+TEST_F(PostgresStoreTest, ADownServerIsATransientErrorNamingTheEndpoint) {
+  auto options = test_options(table_);
+  const int port = free_port();
+  options.params = {{"host", "127.0.0.1"}, {"port", std::to_string(port)}, {"dbname", "guard"}};
+  options.retry_deadline = 500ms;
+  auto down = test_store(options);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = down->get(key("instances/a"));
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::unavailable) << r.error().message;
+  EXPECT_NE(r.error().message.find("get instances/a at postgres://127.0.0.1:" +
+                                   std::to_string(port) + "/guard"),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("attempts"), std::string::npos) << r.error().message;
+  EXPECT_LT(took, 3s);
+}
+
+TEST_F(PostgresStoreTest, ReconnectsAfterARestartAndKeepsTheLease) {
+  auto options = test_options(table_);
+  options.retry_deadline = 300ms;  // the call to the stopped server gives up soon
+  store_ = test_store(options);
+  const Key k = key("instances.lock");
+  auto token = store_->lock(k, 5min, "a");
+  ASSERT_TRUE(token) << token.error().message;
+  ASSERT_TRUE(store_->replace(key("instances/a"), "before"));
+  server().stop();
+  auto during = store_->get(key("instances/a"));
+  ASSERT_FALSE(during);
+  EXPECT_EQ(during.error().code, Errc::unavailable) << during.error().message;
+  ASSERT_TRUE(server().start());
+  EXPECT_EQ(store_->get(key("instances/a"))->data, "before");
+  EXPECT_TRUE(store_->refresh_lock(k, *token, 5min));
+  EXPECT_EQ(another()->lock(k, 5min, "b").error().code, Errc::locked);
+}
+
+// Credentials: the `guard` role needs its password; it never shows.
+PostgresStoreOptions as_guard(const std::string& table, std::string password,
+                              std::shared_ptr<Logger> logger) {
+  auto options = test_options(table);
+  std::erase_if(options.params, [](const auto& p) { return p.first == "user"; });
+  options.params.emplace_back("user", std::string(PostgresServer::kUser));
+  options.password = std::move(password);
+  options.logger = std::move(logger);
+  return options;
+}
+
+TEST_F(PostgresStoreTest, ThePasswordWorksAndNeverShows) {
+  auto logger = std::make_shared<CapturingLogger>();
+  const std::string password(PostgresServer::kPassword);
+  auto good = test_store(as_guard(table_ + "_auth", password, logger));
+  ASSERT_TRUE(good->replace(key("instances/a"), "x")) << "the guard role with its password";
+  EXPECT_EQ(good->describe().find(password), std::string::npos);
+
+  const std::string wrong = "wrong-Pw-5d2b";
+  auto bad = test_store(as_guard(table_ + "_auth", wrong, logger));
+  const auto start = std::chrono::steady_clock::now();
+  auto r = bad->get(key("instances/a"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::permission) << r.error().message;
+  EXPECT_EQ(r.error().message.find("attempts"), std::string::npos) << "a bad password is not retried";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
+  for (const std::string& secret : {password, wrong}) {
+    EXPECT_EQ(r.error().message.find(secret), std::string::npos);
+    EXPECT_EQ(bad->describe().find(secret), std::string::npos);
+    for (const auto& line : logger->lines()) EXPECT_EQ(line.find(secret), std::string::npos) << line;
+  }
+}
+
+TEST_F(PostgresStoreTest, UrlCredentialsComeFromTheEnvironmentOrAFile) {
+  const std::string password(PostgresServer::kPassword);
+  OpenOptions open;
+  open.getenv = [&](std::string_view name) -> std::optional<std::string> {
+    if (name == "INSTANCE_GUARD_USER") return std::string(PostgresServer::kUser);
+    if (name == "INSTANCE_GUARD_PASSWORD") return password;
+    return std::nullopt;
+  };
+  auto parsed = parse_postgres_url(server().url() + "?table=" + table_, open);
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->password, password);
+  auto store = make_postgres_store(*parsed);
+  ASSERT_TRUE(store);
+  ASSERT_TRUE((*store)->replace(key("instances/env"), "x"));
+  EXPECT_EQ((*store)->describe().find(password), std::string::npos);
+}
+
+}  // namespace
+}  // namespace instance::testing

@@ -1,0 +1,62 @@
+// N guards claiming at the same instant against a real redis-server, each on
+// its own connection: at most one holder at any moment in verify, exclusive
+// and auto (exclusive and auto use the native lease: SET NX PX in a script);
+// announce's double holders are counted and reported, not asserted away.
+#include <gtest/gtest.h>
+
+#include "redis_server.hpp"
+#include "support/race.hpp"
+
+namespace instance::testing {
+namespace {
+
+constexpr int kRounds = 200;
+
+struct Case {
+  Mode mode;
+  int guards;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << to_string(c.mode) << "/" << c.guards; }
+
+class RedisRace : public ::testing::TestWithParam<Case> {};
+
+TEST_P(RedisRace, AtMostOneHolderAtAnyMoment) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  const std::string prefix = RedisServer::fresh_prefix();
+  auto store_for = [&](int) -> std::shared_ptr<Store> {
+    return make_redis_store(server.options(prefix)).value();
+  };
+  const Case c = GetParam();
+  const RaceReport r = run_race(store_for, c.mode, c.guards, kRounds);
+  std::cout << "[ race ] store=redis mode=" << to_string(c.mode) << " guards=" << c.guards
+            << " rounds=" << r.rounds << " rounds_with_holder=" << r.claims
+            << " double_holder_rounds=" << r.double_holder_rounds
+            << " max_holders=" << r.max_holders << " errors=" << r.errors << "\n";
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  if (c.mode == Mode::announce) {
+    EXPECT_GT(r.claims, 0);
+    return;
+  }
+  EXPECT_EQ(r.double_holder_rounds, 0);
+  EXPECT_LE(r.max_holders, 1);
+  if (c.mode != Mode::verify) {
+    EXPECT_EQ(r.claims, r.rounds) << "a lease always has a winner";
+  }
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (Mode m : {Mode::announce, Mode::verify, Mode::exclusive, Mode::automatic}) {
+    for (int n : {3, 8}) out.push_back({m, n});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, RedisRace, ::testing::ValuesIn(cases()), [](const auto& p) {
+  return std::string(to_string(p.param.mode)) + "_" + std::to_string(p.param.guards);
+});
+
+}  // namespace
+}  // namespace instance::testing

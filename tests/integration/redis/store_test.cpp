@@ -1,0 +1,322 @@
+// The Redis store on a real redis-server: layout, hostile keys and data,
+// native leases with their epochs, concurrency, reconnection, a server that
+// is down, and credentials.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "instance/stores/redis.hpp"
+#include "instance/testing.hpp"
+#include "redis_server.hpp"
+#include "support/test_support.hpp"
+
+namespace instance::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
+
+std::shared_ptr<Store> store_on(const RedisServer&, RedisStoreOptions options) {
+  return make_redis_store(std::move(options)).value();
+}
+
+TEST(RedisStore, DeclaresEveryCapabilityJudgedOnTheServersClock) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  const Capabilities caps = store_on(server, server.options())->capabilities();
+  EXPECT_TRUE(caps.versions);
+  EXPECT_TRUE(caps.conditional_writes);
+  EXPECT_TRUE(caps.native_lease);
+  EXPECT_TRUE(caps.server_clock);
+}
+
+TEST(RedisStore, DocumentsAreHashesUnderThePrefix) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  const std::string prefix = RedisServer::fresh_prefix();
+  auto store = store_on(server, server.options(prefix));
+  const std::string version = store->replace(key("instances/a"), "{\"id\":\"a\"}").value();
+  EXPECT_EQ(server.command({"HGET", prefix + "doc:instances/a", "data"}), "{\"id\":\"a\"}");
+  EXPECT_EQ(server.command({"HGET", prefix + "doc:instances/a", "ver"}), version);
+  EXPECT_EQ(version.size(), 32u);
+}
+
+TEST(RedisStore, AGlobInThePrefixMatchesOnlyItself) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  const std::string base = RedisServer::fresh_prefix();
+  auto star = store_on(server, server.options(base + "a*[b]?\\:"));
+  auto other = store_on(server, server.options(base + "abbx\\:"));
+  auto plain = store_on(server, server.options(base + "a"));
+  ASSERT_TRUE(star->replace(key("instances/mine"), "1"));
+  ASSERT_TRUE(other->replace(key("instances/theirs"), "2"));
+  ASSERT_TRUE(plain->replace(key("instances/plain"), "3"));
+  auto listed = star->list(key("instances")).value();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].str(), "instances/mine");
+  EXPECT_EQ(star->list(Key()).value().size(), 1u);
+}
+
+TEST(RedisStore, LeasesAndEpochsNeverShowAsDocuments) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  auto store = store_on(server, server.options());
+  ASSERT_TRUE(store->replace(key("instances/a"), "x"));
+  auto token = store->lock(key("instances.lock"), 10s, "a").value();
+  EXPECT_EQ(store->get(key("instances.lock")).error().code, Errc::not_found);
+  auto all = store->list(Key()).value();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].str(), "instances/a");
+  ASSERT_TRUE(store->unlock(key("instances.lock"), token));
+}
+
+TEST(RedisStore, AForeignKeyInTheNamespaceFailsTheListingLoudly) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  const std::string prefix = RedisServer::fresh_prefix();
+  auto store = store_on(server, server.options(prefix));
+  ASSERT_TRUE(store->replace(key("instances/good"), "x"));
+  server.command({"HSET", prefix + "doc:instances/../evil\x01", "data", "y", "ver", "v"});
+  auto listed = store->list(key("instances"));
+  ASSERT_FALSE(listed.has_value()) << "a listing must not drop what it cannot name";
+  EXPECT_EQ(listed.error().code, Errc::malformed);
+  EXPECT_NE(listed.error().message.find("\\x01"), std::string::npos) << listed.error().message;
+}
+
+TEST(RedisStore, WrongTypesAndOversizedDocumentsAreMalformedAndLeftAlone) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  const std::string prefix = RedisServer::fresh_prefix();
+  auto store = store_on(server, server.options(prefix));
+  server.command({"SET", prefix + "doc:instances/str", "plain string"});
+  auto str = store->get(key("instances/str"));
+  ASSERT_FALSE(str.has_value());
+  EXPECT_EQ(str.error().code, Errc::malformed);
+  EXPECT_NE(str.error().message.find("string"), std::string::npos) << str.error().message;
+
+  server.command({"HSET", prefix + "doc:instances/big", "data",
+                  std::string(kMaxDocumentSize + 1, 'x'), "ver", "v"});
+  auto big = store->get(key("instances/big"));
+  ASSERT_FALSE(big.has_value());
+  EXPECT_EQ(big.error().code, Errc::malformed);
+  EXPECT_NE(big.error().message.find(std::to_string(kMaxDocumentSize + 1) + " bytes"),
+            std::string::npos) << big.error().message;
+  EXPECT_EQ(server.command({"EXISTS", prefix + "doc:instances/big"}), "(integer) 1");
+
+  server.command({"HSET", prefix + "doc:instances/half", "data", "no version"});
+  EXPECT_EQ(store->get(key("instances/half")).error().code, Errc::malformed);
+
+  auto written = store->replace(key("instances/str"), "x");
+  ASSERT_FALSE(written.has_value());
+  EXPECT_EQ(written.error().code, Errc::malformed);
+  EXPECT_EQ(server.command({"GET", prefix + "doc:instances/str"}), "plain string");
+}
+
+TEST(RedisStore, ALockExcludesOthersAndItsEpochGrowsWithEveryGrant) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  const std::string prefix = RedisServer::fresh_prefix();
+  auto a = store_on(server, server.options(prefix));
+  auto b = store_on(server, server.options(prefix));
+  const Key lock = key("instances.lock");
+  const std::string t1 = a->lock(lock, 30s, "a").value();
+  EXPECT_EQ(a->lock_epoch(lock, t1), 1u);
+  auto refused = b->lock(lock, 30s, "b");
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, Errc::locked);
+  EXPECT_EQ(b->refresh_lock(lock, "1:not-the-token", 30s).error().code, Errc::locked);
+  EXPECT_EQ(b->unlock(lock, "1:not-the-token").error().code, Errc::not_found);
+  ASSERT_TRUE(a->refresh_lock(lock, t1, 30s));
+  ASSERT_TRUE(a->unlock(lock, t1));
+  EXPECT_EQ(a->unlock(lock, t1).error().code, Errc::not_found);
+  EXPECT_EQ(a->refresh_lock(lock, t1, 30s).error().code, Errc::not_found);
+
+  const std::string t2 = b->lock(lock, 30s, "b").value();
+  EXPECT_EQ(b->lock_epoch(lock, t2), 2u);
+  EXPECT_EQ(server.command({"GET", prefix + "epoch:instances.lock"}), "2");
+  EXPECT_EQ(b->lock_epoch(lock, "garbage"), 0u) << "not a token of ours: no number";
+  ASSERT_TRUE(b->unlock(lock, t2));
+}
+
+TEST(RedisStore, TheLeaseExpiresOnTheServersClock) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  const std::string prefix = RedisServer::fresh_prefix();
+  auto store = store_on(server, server.options(prefix));
+  const Key lock = key("instances.lock");
+  const std::string redis_key = prefix + "lock:instances.lock";
+  const std::string token = store->lock(lock, 20s, "a").value();
+  auto pttl = [&] { return std::stoll(server.command({"PTTL", redis_key}).substr(10)); };
+  EXPECT_GT(pttl(), 10'000);
+  EXPECT_LE(pttl(), 20'000);
+  ASSERT_TRUE(store->refresh_lock(lock, token, 90s));
+  EXPECT_GT(pttl(), 80'000) << "a refresh sets a new expiry on the server";
+  // The server ends the lease itself: expire it there, and it is free.
+  server.command({"PEXPIRE", redis_key, "1"});
+  std::optional<std::string> next;
+  for (int i = 0; i < 200 && !next; ++i) {
+    if (auto t = store->lock(lock, 20s, "b")) next = *t;
+    else std::this_thread::sleep_for(5ms);  // the server's expiry, not ours: 1 ms on its clock
+  }
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(store->refresh_lock(lock, token, 20s).error().code, Errc::locked);
+}
+
+TEST(RedisStore, ConcurrentCallsOnOneStoreAreSafe) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  auto store = store_on(server, server.options());
+  const Key counter = key("counter");
+  ASSERT_TRUE(store->create(counter, "0"));
+  constexpr int kThreads = 6;
+  constexpr int kIncrements = 40;
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kIncrements;) {
+          auto doc = store->get(counter).value();
+          const int n = std::stoi(doc.data);
+          if (store->replace_if(counter, std::to_string(n + 1), doc.version)) ++i;
+          ASSERT_TRUE(store->replace(key("own/" + std::to_string(t)), std::to_string(i)));
+        }
+      });
+    }
+  }
+  EXPECT_EQ(store->get(counter)->data, std::to_string(kThreads * kIncrements));
+  EXPECT_EQ(store->list(key("own")).value().size(), static_cast<std::size_t>(kThreads));
+}
+
+TEST(RedisStore, AServerThatIsDownIsUnavailableWithAnActionableMessage) {
+  RedisStoreOptions options;
+  options.port = free_port();
+  options.retry_deadline = 200ms;
+  options.initial_backoff = 10ms;
+  auto stats = std::make_shared<RedisStats>();
+  options.stats = stats;
+  auto store = make_redis_store(options).value();
+  const auto start = std::chrono::steady_clock::now();
+  auto doc = store->get(key("instances/a"));
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(doc.has_value());
+  EXPECT_EQ(doc.error().code, Errc::unavailable);
+  EXPECT_NE(doc.error().message.find("get instances/a on redis://127.0.0.1:"), std::string::npos)
+      << doc.error().message;
+  EXPECT_NE(doc.error().message.find("check that redis-server runs"), std::string::npos);
+  EXPECT_NE(doc.error().message.find("attempts"), std::string::npos);
+  EXPECT_GT(stats->retries.load(), 0u);
+  EXPECT_LT(took, 2s);
+}
+
+TEST(RedisStore, ReconnectsAfterTheServerRestarts) {
+  RedisServer server;
+  REQUIRE_REDIS(server);
+  auto stats = std::make_shared<RedisStats>();
+  RedisStoreOptions options = server.options();
+  options.stats = stats;
+  options.retry_deadline = 5s;  // the restart below takes a moment
+  auto store = make_redis_store(options).value();
+  ASSERT_TRUE(store->replace(key("instances/a"), "before"));
+  ASSERT_TRUE(server.stop());
+  ASSERT_TRUE(server.restart());
+  auto doc = store->get(key("instances/a"));
+  ASSERT_TRUE(doc.has_value()) << doc.error().message;
+  EXPECT_EQ(doc->data, "before") << "append-only persistence keeps it";
+  EXPECT_EQ(stats->connections.load(), 2u);
+}
+
+TEST(RedisStore, LogsOnceWhenTheServerHasNoPersistence) {
+  RedisServer volatile_server({.persistent = false});
+  REQUIRE_REDIS(volatile_server);
+  auto logger = std::make_shared<CapturingLogger>();
+  RedisStoreOptions options = volatile_server.options();
+  options.logger = logger;
+  auto store = make_redis_store(options).value();
+  (void)store->capabilities();
+  (void)store->capabilities();
+  EXPECT_EQ(std::ranges::count_if(logger->lines(), [](const auto& l) {
+              return l.text().find("without append-only persistence") != std::string::npos;
+            }),
+            1);
+
+  RedisServer& persistent = RedisServer::shared();
+  REQUIRE_REDIS(persistent);
+  auto quiet = std::make_shared<CapturingLogger>();
+  options = persistent.options();
+  options.logger = quiet;
+  (void)make_redis_store(options).value()->capabilities();
+  EXPECT_FALSE(quiet->contains("persistence"));
+}
+
+TEST(RedisStore, WarnsWhenTheServersClockDisagreesWithOurs) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  auto logger = std::make_shared<CapturingLogger>();
+  auto clock = std::make_shared<FakeClock>();
+  clock->set_wall(WallTime{std::chrono::sys_days{std::chrono::year{2000} / 1 / 1}});
+  RedisStoreOptions options = server.options();
+  options.logger = logger;
+  options.clock = clock;
+  options.max_clock_skew = 5s;
+  (void)make_redis_store(options).value()->capabilities();
+  EXPECT_TRUE(logger->contains("clock differs")) << "no skew warning";
+}
+
+// ---- credentials ------------------------------------------------------------
+
+constexpr std::string_view kPassword = "Redis-Pw-7c1e";
+
+std::vector<std::string> messages_of(const Result<Document>& r, const CapturingLogger& log) {
+  std::vector<std::string> out;
+  if (!r) out.push_back(r.error().message);
+  for (const auto& l : log.lines()) out.push_back(l.text());
+  return out;
+}
+
+TEST(RedisStore, ThePasswordWorksAndNeverShows) {
+  RedisServer server({.password = std::string(kPassword)});
+  REQUIRE_REDIS(server);
+  auto logger = std::make_shared<CapturingLogger>();
+  RedisStoreOptions options = server.options();
+  options.logger = logger;
+  auto store = make_redis_store(options).value();
+  ASSERT_TRUE(store->replace(key("instances/a"), "x"));
+  EXPECT_EQ(store->describe().find(kPassword), std::string::npos);
+  (void)store->capabilities();
+
+  options.password = "not-the-password";
+  auto wrong = make_redis_store(options).value()->get(key("instances/a"));
+  ASSERT_FALSE(wrong.has_value());
+  EXPECT_EQ(wrong.error().code, Errc::permission) << wrong.error().message;
+  EXPECT_NE(wrong.error().message.find("INSTANCE_GUARD_PASSWORD"), std::string::npos);
+  for (const auto& m : messages_of(wrong, *logger)) {
+    EXPECT_EQ(m.find(kPassword), std::string::npos) << m;
+    EXPECT_EQ(m.find("not-the-password"), std::string::npos) << m;
+  }
+
+  options.password.clear();
+  auto none = make_redis_store(options).value()->get(key("instances/a"));
+  ASSERT_FALSE(none.has_value());
+  EXPECT_EQ(none.error().code, Errc::permission);
+  EXPECT_NE(none.error().message.find("--password-file"), std::string::npos)
+      << none.error().message;
+}
+
+TEST(RedisStore, AnAclUserAuthenticatesWithItsPassword) {
+  RedisServer server({.password = std::string(kPassword), .acl_user = "guard"});
+  REQUIRE_REDIS(server);
+  auto store = make_redis_store(server.options()).value();
+  ASSERT_TRUE(store->replace(key("instances/a"), "x"));
+  RedisStoreOptions other = server.options();
+  other.user = "nobody";
+  auto refused = make_redis_store(other).value()->get(key("instances/a"));
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, Errc::permission) << refused.error().message;
+  EXPECT_EQ(refused.error().message.find(kPassword), std::string::npos);
+}
+
+}  // namespace
+}  // namespace instance::testing

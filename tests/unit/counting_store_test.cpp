@@ -1,0 +1,91 @@
+// The request-counting store wrapper: one count per call, per operation,
+// whatever the call's outcome; calls are forwarded unchanged.
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "instance/stores/counting.hpp"
+#include "instance/stores/memory.hpp"
+#include "instance/testing.hpp"
+
+namespace instance {
+namespace {
+
+using namespace std::chrono_literals;
+
+Key K(std::string_view s) { return Key::parse(s).value(); }
+
+class CountingStoreTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  std::shared_ptr<Store> memory = make_memory_store(clock);
+  std::shared_ptr<CountingStore> store = make_counting_store(memory);
+};
+
+TEST_F(CountingStoreTest, CountsEveryOperationOnceAndForwardsIt) {
+  auto v1 = store->create(K("instances/a"), "1");
+  ASSERT_TRUE(v1);
+  auto v2 = store->replace_if(K("instances/a"), "2", *v1);
+  ASSERT_TRUE(v2);
+  EXPECT_EQ(memory->get(K("instances/a"))->data, "2");
+  ASSERT_TRUE(store->replace(K("instances/b"), "3"));
+  EXPECT_EQ(store->get(K("instances/b"))->data, "3");
+  EXPECT_EQ(store->list(K("instances"))->size(), 2u);
+  ASSERT_TRUE(store->remove_if(K("instances/a"), *v2));
+  ASSERT_TRUE(store->remove(K("instances/b")));
+  auto token = store->lock(K("locks/x"), 10s, "me");
+  ASSERT_TRUE(token);
+  ASSERT_TRUE(store->refresh_lock(K("locks/x"), *token, 10s));
+  ASSERT_TRUE(store->unlock(K("locks/x"), *token));
+
+  const RequestCounts c = store->counts();
+  for (int i = 0; i < kStoreOpCount; ++i) {
+    EXPECT_EQ(c.by_op[static_cast<std::size_t>(i)], 1u) << to_string(static_cast<StoreOp>(i));
+  }
+  EXPECT_EQ(c.total(), 10u);
+  EXPECT_EQ(c.writes(), 3u);
+  EXPECT_EQ(c.removes(), 2u);
+  EXPECT_EQ(c.lock_ops(), 3u);
+}
+
+TEST_F(CountingStoreTest, FailedCallsCountToo) {
+  EXPECT_EQ(store->get(K("instances/none")).error().code, Errc::not_found);
+  EXPECT_EQ(store->remove(K("instances/none")).error().code, Errc::not_found);
+  EXPECT_EQ(store->counts()[StoreOp::get], 1u);
+  EXPECT_EQ(store->counts()[StoreOp::remove], 1u);
+}
+
+TEST_F(CountingStoreTest, DescribeAndCapabilitiesAreNotCounted) {
+  EXPECT_EQ(store->describe(), memory->describe());
+  EXPECT_TRUE(store->capabilities().conditional_writes);
+  EXPECT_EQ(store->counts().total(), 0u);
+}
+
+TEST_F(CountingStoreTest, DifferenceResetAndText) {
+  ASSERT_TRUE(store->replace(K("instances/a"), "1"));
+  const RequestCounts before = store->counts();
+  ASSERT_TRUE(store->list(K("instances")));
+  ASSERT_TRUE(store->get(K("instances/a")));
+  ASSERT_TRUE(store->get(K("instances/a")));
+  const RequestCounts delta = store->counts() - before;
+  EXPECT_EQ(delta.str(), "get=2 list=1");
+  EXPECT_EQ(delta.total(), 3u);
+  store->reset();
+  EXPECT_EQ(store->counts(), RequestCounts{});
+  EXPECT_EQ(RequestCounts{}.str(), "none");
+}
+
+TEST_F(CountingStoreTest, ConcurrentCallsAreAllCounted) {
+  std::vector<std::jthread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 500; ++i) (void)store->get(K("instances/x"));
+    });
+  }
+  threads.clear();
+  EXPECT_EQ(store->counts()[StoreOp::get], 2000u);
+}
+
+}  // namespace
+}  // namespace instance
