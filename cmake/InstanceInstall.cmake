@@ -22,18 +22,13 @@
 # and InstanceGuard_<name>_FOUND is set, so a consumer can ask for it:
 # find_package(InstanceGuard REQUIRED COMPONENTS redis).
 #
-# For the stores on their way (add the line under add_library() in their
-# CMakeLists.txt, adjusting to what each really links):
-#   instance_install_library(instance_cs3 DEPENDS "gRPC CONFIG" Protobuf
-#                            PKG_CONFIG grpc++ protobuf DEBIAN libgrpc++-dev libprotobuf-dev)
-#   instance_install_library(instance_redis DEPENDS Hiredis PKG_CONFIG hiredis
-#                            DEBIAN libhiredis-dev)
-#   instance_install_library(instance_postgres DEPENDS PostgreSQL PKG_CONFIG libpq
-#                            DEBIAN libpq-dev)
-#   instance_install_library(instance_etcd DEPENDS ... )
-# and make sure the umbrella `instance` (src/CMakeLists.txt) links the store
-# PUBLIC, as it does instance_webdav. Nothing else is needed: the package
-# config, instance.pc and the .deb pick the store up.
+# Each store's CMakeLists.txt has its line; the umbrella `instance`
+# (src/CMakeLists.txt) links every store built PUBLIC, so every one must have
+# it (install(EXPORT) fails otherwise). A dependency with no dependable CMake
+# package of its own gets a find module here, cmake/Find<Name>.cmake, used by
+# the build and installed with the package, so a consumer finds the same
+# imported target: FindHiredis (Hiredis::hiredis), FindGrpcCpp
+# (PkgConfig::GRPCPP).
 #
 # Libraries are static unless BUILD_SHARED_LIBS=ON. Static keeps the tool a
 # single binary (only system libraries shared) and the tests free to reach
@@ -135,8 +130,10 @@ function(instance_install_package)
     COMPATIBILITY SameMinorVersion)
   install(EXPORT InstanceGuardTargets NAMESPACE instance:: DESTINATION ${INSTANCE_CMAKE_DIR}
           COMPONENT development)
+  # Our find modules (cmake/Find*.cmake), for the find_dependency calls.
+  file(GLOB find_modules ${PROJECT_SOURCE_DIR}/cmake/Find*.cmake)
   install(FILES ${PROJECT_BINARY_DIR}/InstanceGuardConfig.cmake
-                ${PROJECT_BINARY_DIR}/InstanceGuardConfigVersion.cmake
+                ${PROJECT_BINARY_DIR}/InstanceGuardConfigVersion.cmake ${find_modules}
           DESTINATION ${INSTANCE_CMAKE_DIR} COMPONENT development)
 
   # pkg-config: one module, `instance`, for everything (static archives in
