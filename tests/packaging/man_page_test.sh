@@ -4,8 +4,9 @@
 #   that subcommand's --help lists (plus the global ones);
 # - every option any --help lists has a .TP entry, and every .TP entry names
 #   an option some --help lists;
-# - every [env: VAR] of --help, and the variables run gives its child, are
-#   under ENVIRONMENT, and every variable there is read by the code;
+# - every [env: VAR] of --help (lists too), and every INSTANCE_GUARD_*
+#   variable the code names (read, or given to the child), is under
+#   ENVIRONMENT, and every variable there is read by the code;
 # - every exit code of src/cli/exit_codes.hpp is under EXIT STATUS, and
 #   nothing else but 128+N is;
 # - every URL scheme open_store() says this build supports is under STORE
@@ -59,10 +60,16 @@ documented=$(awk 'prev == ".TP" {print} {prev = $0}' "$MAN" | sed 's/\\-/-/g' |
 same "options with a .TP entry (against every --help)" "$(sort -u <<<"$all_options")" "$documented"
 
 # Environment.
+# "[env: A]", "[env: A, B]", and "[env: X(_FILE)]" for X and X_FILE.
 env_help=$(for sub in "" run status release; do "$BIN" $sub --help; done |
-  grep -oE '\[env: [A-Z_]+\]' | sed -E 's/\[env: (.*)\]/\1/' | sort -u)
+  grep -oE '\[env: [A-Z0-9_(), ]+\]' | sed -E 's/\[env: (.*)\]/\1/' | tr ',' '\n' |
+  sed -E 's/^ +//; s/^([A-Z0-9_]+)\(([A-Z0-9_]+)\)$/\1\n\1\2/' | sort -u)
+grep -qx INSTANCE_GUARD_PASSWORD <<<"$env_help" || problem "no [env: A, B] list read from --help"
 env_man=$(section ENVIRONMENT | awk 'prev == ".TP" {print $2} {prev = $0}' | sort -u)
-for var in $env_help INSTANCE_GUARD_ID INSTANCE_GUARD_EPOCH XDG_STATE_HOME HOME; do
+# Also every INSTANCE_GUARD_* variable the code names (read, or set for the
+# child), with or without a --help entry.
+code_vars=$(grep -rhoE '"INSTANCE_GUARD_[A-Z0-9_]+"' "$INSTANCE_SOURCE_DIR/src" | tr -d '"' | sort -u)
+for var in $env_help $code_vars XDG_STATE_HOME HOME; do
   grep -qx "$var" <<<"$env_man" || problem "ENVIRONMENT lacks $var"
 done
 for var in $env_man; do
@@ -83,8 +90,11 @@ supported=$(grep -oE 'this build supports [^)]*' "$WORK/err" | sed 's/this build
   tr ',' '\n' | sed -E 's/^ +//; s/(:\/\/|:)$//')
 [[ -n $supported ]] || problem "open_store's error lists no schemes: $(cat "$WORK/err")"
 urls=$(section "STORE URLS")
-man_schemes=$(grep -oE '(^|[^a-z])[a-z][a-z0-9+.-]*:(//)?' <<<"$urls" | grep -oE '[a-z][a-z0-9+.-]*' |
-  sort -u)
+# A scheme is a word before "://", or a bold word ending in ':' (memory:);
+# a colon in the prose is not one.
+man_schemes=$( (grep -oE '(^|[^a-z])[a-z][a-z0-9+.-]*://' <<<"$urls"
+  grep -oE '^\.BR? [a-z][a-z0-9+.-]*:( |$)' <<<"$urls") | grep -oE '[a-z][a-z0-9+.-]*:' |
+  tr -d ':' | sort -u)
 for scheme in $supported; do
   grep -qx "$scheme" <<<"$man_schemes" || problem "STORE URLS lacks $scheme:, which this build supports"
 done
