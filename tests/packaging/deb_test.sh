@@ -32,6 +32,26 @@ dev_deb=$(find "$WORK/deb" -maxdepth 1 -name 'libinstance-guard-dev_*.deb')
 # The tool's package declares its shared libraries, and holds no headers.
 depends=$(dpkg-deb -f "$tool_deb" Depends)
 [[ $depends == *libc6* ]] || fail "instance-guard's Depends lacks libc6: $depends"
+# Every library the tool needs directly (each store's: libcurl4, libgrpc++1.51,
+# libprotobuf32, libpq5, libhiredis0.14, ...) is there by its package's name.
+package_of() {  # the package holding a library, by its path or its target's (usr-merge)
+  local real candidate
+  real=$(realpath "$1")
+  for candidate in "$1" "$real" "${real#/usr}"; do
+    dpkg -S "$candidate" 2>/dev/null | head -1 | cut -d: -f1 | grep . && return 0
+  done
+  return 1
+}
+depends_names=$(tr ',|' '\n\n' <<<"$depends" | sed -E 's/^ +//; s/[ (].*//')
+needed=$(readelf -d "$INSTANCE_GUARD_BIN" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+for soname in $needed; do
+  [[ $soname == libinstance* ]] && continue  # ours (shared builds): in this package
+  path=$(ldd "$INSTANCE_GUARD_BIN" | awk -v so="$soname" '$1 == so && $3 ~ /^\// {print $3}')
+  [[ -n $path ]] || continue  # the dynamic loader itself
+  package=$(package_of "$path") || fail "no Debian package holds $soname ($path)"
+  grep -qxF "$package" <<<"$depends_names" ||
+    fail "instance-guard's Depends lacks $package (for $soname): $depends"
+done
 dpkg-deb -c "$tool_deb" | grep -q '/usr/include/' && fail "the tool's package holds headers"
 dpkg-deb -c "$tool_deb" >"$WORK/tool.files"
 dpkg-deb -c "$dev_deb" >"$WORK/dev.files"

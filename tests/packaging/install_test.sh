@@ -58,29 +58,66 @@ status=0
 [[ $status == 75 ]] || fail "guarded-service under a holder: exit $status, want 75: $(cat "$WORK/err")"
 grep -q 'another instance' "$WORK/err" || fail "the refusal does not say why: $(cat "$WORK/err")"
 
-# Components: the stores this build installed can be required by name, an
-# unknown one fails find_package.
+# Components and one target per store: every store this build installed
+# (its header under include/instance/stores/) can be required by name, an
+# unknown one fails find_package, and a program linking only instance::<store>
+# (not the umbrella) links and runs: the store's exported link interface
+# carries its own dependencies (libcurl, gRPC, libpq, hiredis, ...).
+stores=()
+for header in "$prefix"/include/instance/stores/*.hpp; do
+  name=$(basename "$header" .hpp)
+  # The stores proper: make_<name>_store(<Name>StoreOptions options).
+  grep -qE "make_${name}_store\([A-Za-z0-9]+StoreOptions options\)" "$header" && stores+=("$name")
+done
+# Every store the tool was built with (its URL scheme is among those an
+# unknown scheme's error lists) is installed.
+supported=$("$prefix/bin/instance-guard" status --store no-such-scheme://x 2>&1 || true)
+[[ $supported == *"this build supports"* ]] || fail "no list of schemes: $supported"
+for name in directory webdav etcd cs3 postgres redis; do
+  [[ $name == directory || $supported == *" $name://"* ]] || continue
+  [[ " ${stores[*]} " == *" $name "* ]] || fail "the $name store is built but not installed"
+done
 mkdir -p "$WORK/components"
-cat >"$WORK/components/CMakeLists.txt" <<'CMAKE'
-cmake_minimum_required(VERSION 3.25)
-project(components LANGUAGES CXX)
-find_package(InstanceGuard REQUIRED COMPONENTS core directory faults)
-find_package(InstanceGuard QUIET COMPONENTS no_such_store)
-if(InstanceGuard_FOUND)
-  message(STATUS "no_such_store found: yes")
-else()
-  message(STATUS "no_such_store found: no")
-endif()
-foreach(target instance::instance instance::core instance::directory instance::faults)
-  if(NOT TARGET ${target})
-    message(FATAL_ERROR "${target} is missing")
-  endif()
-endforeach()
-CMAKE
+{
+  echo 'cmake_minimum_required(VERSION 3.25)'
+  echo 'project(components LANGUAGES CXX)'
+  echo "find_package(InstanceGuard REQUIRED COMPONENTS core faults counting ${stores[*]})"
+  echo 'foreach(target instance::instance instance::core instance::faults instance::counting)'
+  echo '  if(NOT TARGET ${target})'
+  echo '    message(FATAL_ERROR "${target} is missing")'
+  echo '  endif()'
+  echo 'endforeach()'
+  for name in "${stores[@]}"; do
+    echo "add_executable(link_$name link_$name.cpp)"
+    echo "target_link_libraries(link_$name PRIVATE instance::$name)"
+  done
+  echo 'find_package(InstanceGuard QUIET COMPONENTS no_such_store)'
+  echo 'if(InstanceGuard_FOUND)'
+  echo '  message(STATUS "no_such_store found: yes")'
+  echo 'else()'
+  echo '  message(STATUS "no_such_store found: no")'
+  echo 'endif()'
+} >"$WORK/components/CMakeLists.txt"
+for name in "${stores[@]}"; do
+  cat >"$WORK/components/link_$name.cpp" <<CPP
+// Refers to the store's factory, so the linker pulls the store and its
+// dependencies in; runs without calling it.
+#include <instance/stores/$name.hpp>
+int main(int argc, char**) {
+  if (argc > 99) return instance::make_${name}_store({}) ? 0 : 1;
+  return 0;
+}
+CPP
+done
 run_logged "$WORK/components.log" "$CMAKE" -S "$WORK/components" -B "$WORK/components/build" \
   -DCMAKE_PREFIX_PATH="$prefix"
 grep -q 'no_such_store found: no' "$WORK/components.log" ||
   fail "find_package(InstanceGuard COMPONENTS no_such_store) did not fail"
+run_logged "$WORK/components-build.log" "$CMAKE" --build "$WORK/components/build" -j2
+for name in "${stores[@]}"; do
+  "$WORK/components/build/link_$name" || fail "a program linking instance::$name exited $?"
+done
+echo "stores installed, each linking alone: ${stores[*]}"
 
 # pkg-config alone: the same program, compiled and linked with its flags.
 export PKG_CONFIG_PATH=$(dirname "$pc")
