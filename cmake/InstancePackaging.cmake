@@ -41,9 +41,9 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME instance-guard)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
     "The instance-guard tool wraps a service's command: it claims a shared state\n\
-store (a folder, a WebDAV server, ...), runs the command while renewing the\n\
-claim, and stands down when the command exits, so a second instance is\n\
-refused or waits.")
+store (a folder, a WebDAV server, etcd, PostgreSQL, Redis, an OpenCloud\n\
+space), runs the command while renewing the claim, and stands down when the\n\
+command exits, so a second instance is refused or waits.")
 
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_NAME libinstance-guard-dev)
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SECTION libdevel)
