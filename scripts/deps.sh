@@ -34,6 +34,8 @@ PACKAGES=(
   redis-tools           # redis-cli: the Redis end-to-end tests inspect keys with it
   jq                    # end-to-end tests read JSON
   util-linux            # flock(1) in the end-to-end tests
+  dpkg-dev              # cpack -G DEB: dpkg-shlibdeps computes the tool package's Depends
+  man-db                # the packaging tests: man -w, and man --warnings on the man page
   spin                  # model checking of the claim protocols (models/, tests/model)
   clang-16              # libFuzzer targets (fuzz/): clang 14 cannot compile libstdc++ 12's <expected>
   libclang-rt-16-dev    # libFuzzer and sanitizer runtimes for clang-16

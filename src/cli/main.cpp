@@ -19,7 +19,7 @@ using namespace instance::cli;
 void add_store_flags(CLI::App& app, StoreFlags& flags) {
   app.add_option("--store", flags.store,
                  "Store URL: file:///abs/path, a plain path, webdav(s)://..., etcd(s)://..., "
-                 "cs3://... "
+                 "cs3(s)://..., postgres://..., redis://... (man instance-guard: STORE URLS) "
                  "[env: INSTANCE_GUARD_STORE] "
                  "[default: ${XDG_STATE_HOME:-~/.local/state}/instance-guard/NAME]");
   app.add_option("--name", flags.name,

@@ -143,7 +143,7 @@ Result<std::shared_ptr<Store>> open_store(std::string_view url, const OpenOption
   supported += ", etcd://, etcds://";
 #endif
 #ifdef INSTANCE_HAVE_CS3
-  supported += ", cs3://, cs3s://, opencloud+cs3://";
+  supported += ", cs3://, cs3s://, opencloud+cs3://, opencloud+cs3s://";
 #endif
 #ifdef INSTANCE_HAVE_POSTGRES
   supported += ", postgres://, postgresql://";

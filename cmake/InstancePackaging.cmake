@@ -1,0 +1,61 @@
+# Debian packages with CPack, from a configured and built tree:
+#
+#   cpack -G DEB --config build/CPackConfig.cmake -B <out>
+#
+# after a build, gives two packages:
+#   instance-guard          the tool, its man page, the guides and examples
+#                           (Depends from dpkg-shlibdeps: libcurl, pugixml, ...)
+#   libinstance-guard-dev   headers, libraries, the CMake package and
+#                           instance.pc; Depends on the -dev packages of the
+#                           stores' dependencies (their DEBIAN lists in
+#                           instance_install_library) while the libraries are
+#                           static.
+# Both install under /usr. tests/packaging/deb_test.sh builds, installs,
+# runs and removes them.
+if(NOT INSTANCE_INSTALL)
+  return()
+endif()
+
+# cpack (and the install target) pack and install what is built, and build
+# nothing themselves: the .deb test runs cpack from inside a test and must
+# not rebuild the tree. `cmake --build build` first (scripts/build.sh does);
+# `cmake --build build --target package` still builds everything first.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
+
+set(CPACK_PACKAGE_NAME instance-guard)
+set(CPACK_PACKAGE_VENDOR "instance-guard")
+set(CPACK_PACKAGE_CONTACT "instance-guard maintainers <instance-guard@localhost>")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+# Each package's Description: PROJECT_DESCRIPTION as the synopsis, then its
+# component's description.
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_STRIP_FILES ON)
+
+set(CPACK_COMPONENTS_ALL runtime development)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME instance-guard)
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
+set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
+    "The instance-guard tool wraps a service's command: it claims a shared state\n\
+store (a folder, a WebDAV server, etcd, PostgreSQL, Redis, an OpenCloud\n\
+space), runs the command while renewing the claim, and stands down when the\n\
+command exits, so a second instance is refused or waits.")
+
+set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_NAME libinstance-guard-dev)
+set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SECTION libdevel)
+set(CPACK_COMPONENT_DEVELOPMENT_DESCRIPTION
+    "Development files of the instance-guard C++ library: headers, libraries,\n\
+the CMake package (find_package(InstanceGuard): instance::instance and one\n\
+target per store) and the pkg-config module (instance).")
+set(dev_depends ${INSTANCE_DEBIAN_DEV_DEPENDS})
+if(BUILD_SHARED_LIBS)  # the shared libraries are in the tool's package
+  list(APPEND dev_depends "instance-guard (= ${PROJECT_VERSION})")
+endif()
+list(JOIN dev_depends ", " dev_depends)
+set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS "${dev_depends}")
+
+include(CPack)
