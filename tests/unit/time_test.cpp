@@ -53,7 +53,7 @@ TEST(Rfc3339, ParsesTheEdgesOfTheRepresentableRangeAndNothingBeyond) {
 
 TEST(Rfc3339, RoundTrips) {
   for (auto t : {at(1970, 1, 1, 0, 0, 0), at(2026, 2, 28, 23, 59, 59, 999999999ns),
-                 at(2400, 12, 31, 1, 2, 3, 4ns)}) {
+                 at(2262, 4, 11, 1, 2, 3, 4ns)}) {
     EXPECT_EQ(parse_rfc3339(format_rfc3339(t)).value(), t);
   }
 }

@@ -1,8 +1,6 @@
 // parse_cs3_url: cs3:// store URLs and service account credentials into
 // Cs3StoreOptions.
 #include <cctype>
-#include <cstdlib>
-#include <fstream>
 
 #include "instance/credentials.hpp"
 #include "instance/stores/cs3.hpp"
@@ -57,12 +55,7 @@ bool truthy(std::string_view v) { return v == "1" || v == "true" || v == "yes"; 
 }  // namespace
 
 Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& options) {
-  auto getenv = [&](std::string_view name) -> std::optional<std::string> {
-    if (options.getenv) return options.getenv(name);
-    const char* v = std::getenv(std::string(name).c_str());
-    if (v == nullptr || *v == '\0') return std::nullopt;
-    return std::string(v);
-  };
+  auto getenv = [&](std::string_view name) { return credential_env(options, name); };
   Cs3StoreOptions out;
   const auto sep = url.find("://");
   if (sep == std::string_view::npos) return invalid(url, "expected cs3://host:port/<space-id>");

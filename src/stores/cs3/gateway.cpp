@@ -216,8 +216,7 @@ void Cs3Store::sleep_jittered(std::chrono::milliseconds backoff) {
   std::int64_t ms = 0;
   {
     std::lock_guard lock(random_mu_);
-    static thread_local std::mt19937_64 rng{std::random_device{}()};
-    ms = std::uniform_int_distribution<std::int64_t>(0, std::max<std::int64_t>(1, backoff.count()))(rng);
+    ms = std::uniform_int_distribution<std::int64_t>(0, std::max<std::int64_t>(1, backoff.count()))(rng_);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
@@ -225,10 +224,9 @@ void Cs3Store::sleep_jittered(std::chrono::milliseconds backoff) {
 std::string Cs3Store::random_hex(std::size_t bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::lock_guard lock(random_mu_);
-  static std::mt19937_64 rng{std::random_device{}()};
   std::string out;
   for (std::size_t i = 0; i < bytes; ++i) {
-    const auto b = static_cast<unsigned>(rng() & 0xFF);
+    const auto b = static_cast<unsigned>(rng_() & 0xFF);
     out.push_back(kHex[b >> 4]);
     out.push_back(kHex[b & 0xF]);
   }

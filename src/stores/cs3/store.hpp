@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <string_view>
@@ -240,7 +241,10 @@ class Cs3Store final : public Store {
   std::mutex lock_resources_mu_;
   std::set<std::string> lock_resources_;  // lock documents known to exist
 
+  // Probe names, lock tokens and backoff jitter; one generator per store,
+  // guarded by random_mu_ (stores on other threads have their own).
   std::mutex random_mu_;
+  std::mt19937_64 rng_{std::random_device{}()};
   std::atomic<bool> skew_warned_{false};
 };
 
