@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# The test suite under sanitizers, each in its own build folder:
+# The test suite under sanitizers, each in its own build folder; part of
+# ./scripts/test.sh, after the plain suite:
 #   build-asan: AddressSanitizer + UndefinedBehaviorSanitizer (with leak
 #               checking) over the whole suite, end-to-end tests included,
 #               at a smaller size: 40 chaos cycles per mode instead of 200,
-#               30 simulator seeds per scenario instead of 300. The spin
-#               model (no C++ of ours) and the fuzz run (already built with
-#               ASan and UBSan by fuzz/run.sh) are left to the plain pass.
+#               30 simulator seeds per scenario instead of 300. Left to the
+#               plain pass: the spin model (no C++ of ours), the fuzz run
+#               (fuzz/run.sh already builds it with ASan and UBSan) and the
+#               packaging tests (install rules and .debs, not code).
 #   build-tsan: ThreadSanitizer over the code with threads: the guard's
 #               renewal, loss detection and fencing, the schedulers, the
 #               fault sweep and the races on memory and directory stores.
-# Not yet part of ./scripts/test.sh (no clean run on record); exits nonzero at
-# the first report.
+# Exits nonzero at the first report.
 # Usage: sanitize.sh [asan|tsan]... (default: both). Full size:
 #   SANITIZE_SIM_SEEDS=300 CHAOS_CYCLES=200 scripts/sanitize.sh
 set -euo pipefail
@@ -26,7 +27,7 @@ asan() {
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   CHAOS_CYCLES=${CHAOS_CYCLES:-40} \
-    ctest --test-dir build-asan --output-on-failure -j2 -E '^(model\.spin|fuzz\.short)$'
+    ctest --test-dir build-asan --output-on-failure -j2 -E '^(model\.spin|fuzz\.short|packaging\..*)$'
   echo "sanitizers: ASan+UBSan suite clean"
 }
 
