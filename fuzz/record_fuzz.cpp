@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_check.hpp"
-#include "known_gaps.hpp"
 #include "instance/record.hpp"
 
 using instance::fuzz::shown;

@@ -10,7 +10,6 @@
 #include <string_view>
 
 #include "fuzz_check.hpp"
-#include "known_gaps.hpp"
 #include "instance/time.hpp"
 
 using instance::fuzz::shown;

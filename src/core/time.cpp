@@ -134,16 +134,20 @@ Result<Duration> parse_duration(std::string_view text) {
   }
   if (s == "0") return Duration{0};
   if (s.empty()) return bad("empty");
-  // Go accumulates in uint64 nanoseconds and rejects overflow.
+  // Go accumulates the magnitude in uint64 nanoseconds up to 2^63 (so that
+  // "-2562047h47m16.854775808s", the most negative duration, parses) and
+  // rejects more; a positive total must also fit int64.
   constexpr std::uint64_t kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  constexpr std::uint64_t kLimit = kMax + 1;
   std::uint64_t total = 0;
   while (!s.empty()) {
     std::uint64_t whole = 0;
     std::size_t n = 0;
     bool any = false;
     while (n < s.size() && s[n] >= '0' && s[n] <= '9') {
-      if (whole > (kMax - 9) / 10) return bad("overflow");
+      if (whole > kLimit / 10) return bad("overflow");
       whole = whole * 10 + static_cast<std::uint64_t>(s[n] - '0');
+      if (whole > kLimit) return bad("overflow");
       ++n;
       any = true;
     }
@@ -180,18 +184,22 @@ Result<Duration> parse_duration(std::string_view text) {
     else if (unit == "h") scale = 3'600'000'000'000;
     else if (unit.empty()) return bad("missing unit");
     else return bad("unknown unit \"" + std::string(unit) + "\"");
-    if (whole > kMax / scale) return bad("overflow");
+    if (whole > kLimit / scale) return bad("overflow");
     std::uint64_t value = whole * scale;
     if (fraction > 0) {
       value += static_cast<std::uint64_t>(static_cast<double>(fraction) *
                                           (static_cast<double>(scale) / fraction_scale));
-      if (value > kMax) return bad("overflow");
+      if (value > kLimit) return bad("overflow");
     }
-    if (value > kMax - total) return bad("overflow");
+    if (value > kLimit - total) return bad("overflow");
     total += value;
   }
-  const auto signed_total = static_cast<std::int64_t>(total);
-  return Duration{negative ? -signed_total : signed_total};
+  if (negative) {
+    // -(2^63) is INT64_MIN; negate in unsigned arithmetic, then convert.
+    return Duration{static_cast<std::int64_t>(~total + 1)};
+  }
+  if (total > kMax) return bad("overflow");
+  return Duration{static_cast<std::int64_t>(total)};
 }
 
 std::string format_duration(Duration d) {

@@ -98,6 +98,23 @@ TEST(Duration, RefusesNonsense) {
   }
 }
 
+TEST(Duration, AcceptsGosWholeRangeAndNothingBeyond) {
+  constexpr auto kMin = std::numeric_limits<std::int64_t>::min();
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  // Go's ParseDuration reads the magnitude up to 2^63, so the most negative
+  // duration parses back from its own String() (fuzz finding 2).
+  EXPECT_EQ(format_duration(nanoseconds{kMin}), "-2562047h47m16.854775808s");
+  EXPECT_EQ(parse_duration("-2562047h47m16.854775808s").value().count(), kMin);
+  EXPECT_EQ(parse_duration("-9223372036854775808ns").value().count(), kMin);
+  EXPECT_EQ(parse_duration(format_duration(nanoseconds{kMax})).value().count(), kMax);
+  EXPECT_EQ(parse_duration("9223372036854775807ns").value().count(), kMax);
+  for (const char* bad : {"9223372036854775808ns", "-9223372036854775809ns",
+                          "2562047h47m16.854775808s", "-2562047h47m16.854775809s",
+                          "-9223372036854775808ns1ns"}) {
+    EXPECT_FALSE(parse_duration(bad).has_value()) << bad;
+  }
+}
+
 TEST(Duration, FormatsLikeGo) {
   EXPECT_EQ(format_duration(2min), "2m0s");
   EXPECT_EQ(format_duration(1500ms), "1.5s");
