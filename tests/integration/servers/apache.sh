@@ -10,9 +10,6 @@
 # ETags are FileETag Digest (strong, content hash): the default MTime Size
 # ETag is weak for a second after each write, so If-Match would fail.
 set -euo pipefail
-cmd=${1:?start|stop}; dir=${2:?dir}
-mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
-pidf="$dir/server.pid"
 . "$(dirname "$0")/common.sh"
 
 case "$cmd" in

@@ -1,5 +1,11 @@
-# Shared by the server scripts here: package install, stop, watchdog.
-# Sourced with $dir and $pidf set.
+# Shared by the server scripts here: their arguments, package install, stop,
+# watchdog. Sourced first; reads the script's own arguments, COMMAND DIR ...,
+# into $cmd and $dir (made absolute, created), and sets $pidf.
+
+cmd=${1:?usage: $(basename "$0") COMMAND DIR [PORT]}
+dir=${2:?usage: $(basename "$0") COMMAND DIR [PORT]}
+mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
+pidf="$dir/server.pid"
 
 # Installs Debian packages when missing (apt-get update once on a fresh box).
 need() {

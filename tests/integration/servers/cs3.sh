@@ -15,9 +15,6 @@
 #                              upload (a real server's post-processing); default 0
 #   WATCH_PID=<pid>            stop the server when that process dies
 set -euo pipefail
-cmd=${1:?start|stop}; dir=${2:?dir}
-mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
-pidf="$dir/server.pid"
 . "$(dirname "$0")/common.sh"
 
 case "$cmd" in

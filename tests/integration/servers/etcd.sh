@@ -11,9 +11,6 @@
 #                                 password (through stdin) and enable auth
 #   TLS_CERT=<pem> TLS_KEY=<pem>  serve clients over https with this pair
 set -euo pipefail
-cmd=${1:?start|stop}; dir=${2:?dir}
-mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
-pidf="$dir/server.pid"
 . "$(dirname "$0")/common.sh"
 
 case "$cmd" in

@@ -8,9 +8,6 @@
 # Without a mimetype.assign match lighttpd sends no ETag on GET, so every
 # file gets one; the sqlite database is needed for PROPPATCH and LOCK.
 set -euo pipefail
-cmd=${1:?start|stop}; dir=${2:?dir}
-mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
-pidf="$dir/server.pid"
 . "$(dirname "$0")/common.sh"
 
 case "$cmd" in

@@ -20,9 +20,6 @@
 # Test settings: initdb --no-sync, fsync off (a fast shutdown is still clean; only an OS crash
 # would lose data, and the cluster is thrown away).
 set -euo pipefail
-cmd=${1:?start|stop}; dir=${2:?dir}
-mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
-pidf="$dir/server.pid"
 . "$(dirname "$0")/common.sh"
 
 # Fast shutdown (SIGINT): common.sh's SIGTERM is a smart shutdown, which

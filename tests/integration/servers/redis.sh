@@ -15,9 +15,6 @@
 # Exit status 3 when redis-server is missing and cannot be installed
 # (Debian package redis-server).
 set -euo pipefail
-cmd=${1:?start|stop|crash}; dir=${2:?dir}
-mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
-pidf="$dir/server.pid"
 . "$(dirname "$0")/common.sh"
 
 case "$cmd" in
