@@ -30,4 +30,14 @@ INSTANCE_EXPORT Result<std::string> read_secret_file(const std::filesystem::path
 INSTANCE_EXPORT std::optional<std::string> credential_env(const OpenOptions& options,
                                                           std::string_view name);
 
+// A store URL fit for a message: redact_url (user info up to the last '@',
+// sensitive query parameters), then every control or non-ASCII byte as '?'.
+INSTANCE_EXPORT std::string shown_store_url(std::string_view url);
+
+// Errc::invalid, "store URL <shown_store_url>: <why>".
+INSTANCE_EXPORT std::unexpected<Error> invalid_store_url(std::string_view url, std::string why);
+
+// %XX escapes decoded (either case); nullopt for a truncated or non-hex escape.
+INSTANCE_EXPORT std::optional<std::string> percent_decode(std::string_view text);
+
 }  // namespace instance

@@ -1,6 +1,8 @@
 // Credential files and variables shared by the stores (instance/credentials.hpp).
 #include "instance/credentials.hpp"
 
+#include "instance/logger.hpp"
+
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -35,6 +37,36 @@ std::optional<std::string> credential_env(const OpenOptions& options, std::strin
   }
   if (value && value->empty()) return std::nullopt;
   return value;
+}
+
+std::string shown_store_url(std::string_view url) {
+  std::string out = redact_url(url);
+  for (auto& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F) c = '?';
+  }
+  return out;
+}
+
+std::unexpected<Error> invalid_store_url(std::string_view url, std::string why) {
+  return fail(Errc::invalid, "store URL " + shown_store_url(url) + ": " + std::move(why));
+}
+
+std::optional<std::string> percent_decode(std::string_view text) {
+  auto hex = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                        : c >= 'A' && c <= 'F'   ? c - 'A' + 10 : -1;
+  };
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out.push_back(text[i]);
+      continue;
+    }
+    if (i + 2 >= text.size() || hex(text[i + 1]) < 0 || hex(text[i + 2]) < 0) return std::nullopt;
+    out.push_back(static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2])));
+    i += 2;
+  }
+  return out;
 }
 
 }  // namespace instance

@@ -1,5 +1,6 @@
 // parse_cs3_url: cs3:// store URLs and service account credentials into
 // Cs3StoreOptions.
+#include <algorithm>
 #include <cctype>
 
 #include "instance/credentials.hpp"
@@ -8,46 +9,13 @@
 namespace instance {
 namespace {
 
-// The URL for a message: user info dropped, then redact_url.
-std::string shown(std::string_view url) {
-  std::string out(url);
-  if (const auto start = out.find("://"); start != std::string::npos) {
-    const auto end = out.find('/', start + 3);
-    if (const auto at = out.rfind('@', end); at != std::string::npos && at > start) {
-      out.replace(start + 3, at + 1 - (start + 3), "REDACTED@");
-    }
-  }
-  out = redact_url(out);
-  for (auto& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F) c = '?';
-  }
-  return out;
-}
-
-std::unexpected<Error> invalid(std::string_view url, std::string why) {
-  return fail(Errc::invalid, "store URL " + shown(url) + ": " + std::move(why));
-}
-
 Result<std::string> decode(std::string_view url, std::string_view text) {
-  std::string out;
-  auto hex = [](char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                        : c >= 'A' && c <= 'F'   ? c - 'A' + 10 : -1;
-  };
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out.push_back(text[i]);
-      continue;
-    }
-    if (i + 2 >= text.size() || hex(text[i + 1]) < 0 || hex(text[i + 2]) < 0) {
-      return invalid(url, "malformed percent escape");
-    }
-    const char c = static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
-    if (static_cast<unsigned char>(c) < 0x20) return invalid(url, "control character in the path");
-    out.push_back(c);
-    i += 2;
+  auto out = percent_decode(text);
+  if (!out) return invalid_store_url(url, "malformed percent escape");
+  if (std::ranges::any_of(*out, [](char c) { return static_cast<unsigned char>(c) < 0x20; })) {
+    return invalid_store_url(url, "control character in the path");
   }
-  return out;
+  return *out;
 }
 
 bool truthy(std::string_view v) { return v == "1" || v == "true" || v == "yes"; }
@@ -58,7 +26,7 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
   auto getenv = [&](std::string_view name) { return credential_env(options, name); };
   Cs3StoreOptions out;
   const auto sep = url.find("://");
-  if (sep == std::string_view::npos) return invalid(url, "expected cs3://host:port/<space-id>");
+  if (sep == std::string_view::npos) return invalid_store_url(url, "expected cs3://host:port/<space-id>");
   std::string scheme(url.substr(0, sep));
   for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (scheme == "cs3" || scheme == "opencloud+cs3") {
@@ -66,7 +34,7 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
   } else if (scheme == "cs3s" || scheme == "opencloud+cs3s") {
     out.tls = true;
   } else {
-    return invalid(url, "not a CS3 URL (cs3://, cs3s://, opencloud+cs3://, opencloud+cs3s://)");
+    return invalid_store_url(url, "not a CS3 URL (cs3://, cs3s://, opencloud+cs3://, opencloud+cs3s://)");
   }
   std::string_view rest = url.substr(sep + 3);
   std::string_view query;
@@ -74,11 +42,11 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
     query = rest.substr(q + 1);
     rest = rest.substr(0, q);
   }
-  if (rest.find('#') != std::string_view::npos) return invalid(url, "a fragment is not allowed");
+  if (rest.find('#') != std::string_view::npos) return invalid_store_url(url, "a fragment is not allowed");
   const auto slash = rest.find('/');
   const auto authority = rest.substr(0, slash);
   if (authority.find('@') != std::string_view::npos) {
-    return invalid(url, "credentials do not belong in the URL; give the service account id with "
+    return invalid_store_url(url, "credentials do not belong in the URL; give the service account id with "
                         "--user or INSTANCE_GUARD_CS3_ID and its secret with --password-file, "
                         "INSTANCE_GUARD_CS3_SECRET_FILE or INSTANCE_GUARD_CS3_SECRET");
   }
@@ -86,11 +54,11 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
   if (authority.empty() || colon == std::string_view::npos || colon == 0 ||
       colon + 1 == authority.size() ||
       (authority.front() == '[' && authority.find(']') > colon)) {
-    return invalid(url, "the gateway needs a host and a port (cs3://host:9142/<space-id>)");
+    return invalid_store_url(url, "the gateway needs a host and a port (cs3://host:9142/<space-id>)");
   }
   out.gateway = std::string(authority);
   if (slash == std::string_view::npos || slash + 1 >= rest.size()) {
-    return invalid(url, "no space id (cs3://host:port/<space-id>[/folder])");
+    return invalid_store_url(url, "no space id (cs3://host:port/<space-id>[/folder])");
   }
   std::string_view path = rest.substr(slash + 1);
   while (path.ends_with('/')) path.remove_suffix(1);
@@ -112,7 +80,7 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
     if (name == "allow-user-space") {
       out.allow_user_space = truthy(value);
     } else {
-      return invalid(url, "unknown query parameter \"" + std::string(name.substr(0, 40)) +
+      return invalid_store_url(url, "unknown query parameter \"" + std::string(name.substr(0, 40)) +
                               "\" (known: allow-user-space)");
     }
     query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
@@ -140,7 +108,7 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
     out.client_secret = *password;
   }
   if (!options.token_file.empty()) {
-    return invalid(url, "a CS3 store authenticates with a service account id and secret, not "
+    return invalid_store_url(url, "a CS3 store authenticates with a service account id and secret, not "
                         "a bearer token (--token-file)");
   }
   out.ca_file = options.ca_file;

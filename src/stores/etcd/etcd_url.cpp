@@ -14,71 +14,32 @@ constexpr std::string_view kPasswordAdvice =
     "give it with --password-file or INSTANCE_GUARD_PASSWORD (user with --user or "
     "INSTANCE_GUARD_USER)";
 
-// The URL for a message: user info dropped (up to the last '@', even with an
-// unescaped '/', '?' or '#' in a password), then redact_url.
-std::string shown(std::string_view url) {
-  std::string out(url);
-  if (const auto start = out.find("://"); start != std::string::npos) {
-    if (const auto at = out.rfind('@'); at != std::string::npos && at > start) {
-      out.replace(start + 3, at + 1 - (start + 3), "REDACTED@");
-    }
-  }
-  for (auto& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F) c = '?';
-  }
-  return redact_url(out);
-}
-
-std::unexpected<Error> invalid(std::string_view url, std::string why) {
-  return fail(Errc::invalid, "store URL " + shown(url) + ": " + std::move(why));
-}
-
-Result<std::string> percent_decode(std::string_view text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out.push_back(text[i]);
-      continue;
-    }
-    auto hex = [](char c) {
-      return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                          : c >= 'A' && c <= 'F'   ? c - 'A' + 10 : -1;
-    };
-    if (i + 2 >= text.size() || hex(text[i + 1]) < 0 || hex(text[i + 2]) < 0) {
-      return fail(Errc::invalid, "bad percent escape");
-    }
-    out.push_back(static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2])));
-    i += 2;
-  }
-  return out;
-}
-
 }  // namespace
 
 Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions& options) {
   const auto scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos) return invalid(url, "expected etcd:// or etcds://");
+  if (scheme_end == std::string_view::npos) return invalid_store_url(url, "expected etcd:// or etcds://");
   std::string scheme(url.substr(0, scheme_end));
   std::ranges::transform(scheme, scheme.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (scheme != "etcd" && scheme != "etcds") return invalid(url, "expected etcd:// or etcds://");
+  if (scheme != "etcd" && scheme != "etcds") return invalid_store_url(url, "expected etcd:// or etcds://");
   std::string_view rest = url.substr(scheme_end + 3);
 
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     const auto delimiter = rest.find_first_of("/?#");
     if (delimiter != std::string_view::npos && delimiter < at) {
-      return invalid(url, "an '@' after the host is not allowed (a password does not belong in "
+      return invalid_store_url(url, "an '@' after the host is not allowed (a password does not belong in "
                           "the URL: " + std::string(kPasswordAdvice) + ")");
     }
     if (rest.substr(0, at).find(':') != std::string_view::npos) {
-      return invalid(url, "a password in the URL is refused (it would show in ps, shell history "
+      return invalid_store_url(url, "a password in the URL is refused (it would show in ps, shell history "
                           "and logs); " + std::string(kPasswordAdvice));
     }
   }
   if (std::ranges::any_of(rest, [](unsigned char c) { return c <= 0x20 || c >= 0x7F; })) {
-    return invalid(url, "spaces or control characters");
+    return invalid_store_url(url, "spaces or control characters");
   }
   if (rest.find_first_of("?#") != std::string_view::npos) {
-    return invalid(url, "a query or fragment is not allowed");
+    return invalid_store_url(url, "a query or fragment is not allowed");
   }
   const auto slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
@@ -87,11 +48,11 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
   std::string url_user;
   if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
     auto decoded = percent_decode(authority.substr(0, at));
-    if (!decoded) return invalid(url, "bad percent escape in the user name");
+    if (!decoded) return invalid_store_url(url, "bad percent escape in the user name");
     url_user = std::move(*decoded);
     authority = authority.substr(at + 1);
   }
-  if (authority.empty() || authority.starts_with(':')) return invalid(url, "no host");
+  if (authority.empty() || authority.starts_with(':')) return invalid_store_url(url, "no host");
   std::string host_port(authority);
   const auto close = host_port.rfind(']');
   const auto colon = host_port.rfind(':');
@@ -100,7 +61,7 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
   } else if (colon + 1 == host_port.size() ||
              !std::all_of(host_port.begin() + static_cast<std::ptrdiff_t>(colon) + 1,
                           host_port.end(), [](unsigned char c) { return std::isdigit(c); })) {
-    return invalid(url, "the port must be a number");
+    return invalid_store_url(url, "the port must be a number");
   }
 
   EtcdStoreOptions out;
@@ -109,7 +70,7 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
   while (prefix.ends_with('/')) prefix.pop_back();
   if (!prefix.empty()) {
     if (prefix.find('%') != std::string::npos) {
-      return invalid(url, "the key prefix must be plain segments of [A-Za-z0-9._~-]");
+      return invalid_store_url(url, "the key prefix must be plain segments of [A-Za-z0-9._~-]");
     }
     out.prefix = std::move(prefix);
   }
@@ -132,7 +93,7 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
     password = credential_env(options, "INSTANCE_GUARD_PASSWORD");
   }
   if (token && password) {
-    return invalid(url, "both a token and a password were given; give one");
+    return invalid_store_url(url, "both a token and a password were given; give one");
   }
   out.user = options.user;
   if (out.user.empty()) out.user = credential_env(options, "INSTANCE_GUARD_USER").value_or("");
@@ -142,11 +103,11 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
     out.user.clear();
   } else if (password) {
     if (out.user.empty()) {
-      return invalid(url, "a password was given but no user: give --user or INSTANCE_GUARD_USER");
+      return invalid_store_url(url, "a password was given but no user: give --user or INSTANCE_GUARD_USER");
     }
     out.password = std::move(*password);
   } else if (!out.user.empty()) {
-    return invalid(url, "a user was given but no password: " + std::string(kPasswordAdvice));
+    return invalid_store_url(url, "a user was given but no password: " + std::string(kPasswordAdvice));
   }
 
   out.ca_file = options.ca_file;

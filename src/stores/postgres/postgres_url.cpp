@@ -17,45 +17,14 @@ constexpr std::string_view kPasswordAdvice =
     "give it with --password-file or INSTANCE_GUARD_PASSWORD (or libpq's PGPASSWORD, PGPASSFILE "
     "or ~/.pgpass)";
 
-// The URL for a message: user info and the query dropped (a query may hold
-// libpq settings nobody needs to see), control characters replaced.
+// The URL for a message: the query dropped too (it may hold libpq settings
+// nobody needs to see).
 std::string shown(std::string_view url) {
-  std::string out(url.substr(0, url.find_first_of("?#")));
-  if (const auto start = out.find("://"); start != std::string::npos) {
-    if (const auto at = out.rfind('@'); at != std::string::npos && at > start) {
-      out.replace(start + 3, at + 1 - (start + 3), "REDACTED@");
-    }
-  }
-  for (auto& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F) c = '?';
-  }
-  return out;
+  return shown_store_url(url.substr(0, url.find_first_of("?#")));
 }
 
 std::unexpected<Error> invalid(std::string_view url, std::string why) {
   return fail(Errc::invalid, "store URL " + shown(url) + ": " + std::move(why));
-}
-
-int hex(char c) {
-  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                      : c >= 'A' && c <= 'F'   ? c - 'A' + 10 : -1;
-}
-
-// Percent-decodes a query parameter's name or value; nullopt when malformed.
-std::optional<std::string> decode(std::string_view text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out.push_back(text[i]);
-      continue;
-    }
-    if (i + 2 >= text.size() || hex(text[i + 1]) < 0 || hex(text[i + 2]) < 0) {
-      return std::nullopt;
-    }
-    out.push_back(static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2])));
-    i += 2;
-  }
-  return out;
 }
 
 struct ConninfoDeleter {
@@ -104,8 +73,8 @@ Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const Open
       query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
       if (pair.empty()) continue;
       const auto eq = pair.find('=');
-      auto name = decode(pair.substr(0, eq));
-      auto value = decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1));
+      auto name = percent_decode(pair.substr(0, eq));
+      auto value = percent_decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1));
       if (!name || !value) return invalid(url, "bad percent escape in the query");
       if (*name == "password" || *name == "sslpassword") {
         return invalid(url, "a password in the URL is refused (it would show in ps, shell "

@@ -16,50 +16,6 @@ constexpr std::string_view kPasswordAdvice =
     "give the password with --password-file or INSTANCE_GUARD_PASSWORD (and an ACL user with "
     "--user, INSTANCE_GUARD_USER or redis://user@host)";
 
-// The URL for a message: user info (everything between "://" and the last
-// '@', even a password holding '/', '?' or '#') dropped, then redact_url.
-std::string shown(std::string_view url) {
-  std::string out(url);
-  if (const auto start = out.find("://"); start != std::string::npos) {
-    if (const auto at = out.rfind('@'); at != std::string::npos && at > start) {
-      out.replace(start + 3, at + 1 - (start + 3), "REDACTED@");
-    }
-  }
-  out = redact_url(out);
-  for (auto& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F) c = '?';
-  }
-  return out;
-}
-
-std::unexpected<Error> invalid(std::string_view url, std::string why) {
-  return fail(Errc::invalid, "store URL " + shown(url) + ": " + std::move(why));
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::optional<std::string> percent_decode(std::string_view in) {
-  std::string out;
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out.push_back(in[i]);
-      continue;
-    }
-    if (i + 2 >= in.size()) return std::nullopt;
-    const int hi = hex_value(in[i + 1]);
-    const int lo = hex_value(in[i + 2]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out.push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
-  return out;
-}
-
 // host[:port] or [v6][:port] -> host, port.
 Result<std::pair<std::string, int>> parse_authority(std::string_view url,
                                                     std::string_view authority) {
@@ -67,11 +23,11 @@ Result<std::pair<std::string, int>> parse_authority(std::string_view url,
   std::string_view port_text;
   if (authority.starts_with('[')) {
     const auto close = authority.find(']');
-    if (close == std::string_view::npos) return invalid(url, "unclosed '[' in the host");
+    if (close == std::string_view::npos) return invalid_store_url(url, "unclosed '[' in the host");
     host = std::string(authority.substr(1, close - 1));
     const auto rest = authority.substr(close + 1);
     if (!rest.empty()) {
-      if (!rest.starts_with(':')) return invalid(url, "junk after the IPv6 address");
+      if (!rest.starts_with(':')) return invalid_store_url(url, "junk after the IPv6 address");
       port_text = rest.substr(1);
     }
   } else {
@@ -79,13 +35,13 @@ Result<std::pair<std::string, int>> parse_authority(std::string_view url,
     host = std::string(authority.substr(0, colon));
     if (colon != std::string_view::npos) port_text = authority.substr(colon + 1);
     if (host.find(':') != std::string::npos) {
-      return invalid(url, "an IPv6 address goes in brackets: redis://[::1]:6379");
+      return invalid_store_url(url, "an IPv6 address goes in brackets: redis://[::1]:6379");
     }
   }
-  if (host.empty()) return invalid(url, "no host");
+  if (host.empty()) return invalid_store_url(url, "no host");
   for (unsigned char c : host) {
     if (!(std::isalnum(c) || c == '.' || c == '-' || c == '_' || c == ':')) {
-      return invalid(url, "the host may hold only letters, digits, '.', '-', '_' (or an IPv6 "
+      return invalid_store_url(url, "the host may hold only letters, digits, '.', '-', '_' (or an IPv6 "
                           "address in brackets)");
     }
   }
@@ -95,7 +51,7 @@ Result<std::pair<std::string, int>> parse_authority(std::string_view url,
         std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
     if (ec != std::errc{} || end != port_text.data() + port_text.size() || port < 1 ||
         port > 65535) {
-      return invalid(url, "the port must be a number from 1 to 65535");
+      return invalid_store_url(url, "the port must be a number from 1 to 65535");
     }
   }
   return std::pair{std::move(host), port};
@@ -106,7 +62,7 @@ Result<std::pair<std::string, int>> parse_authority(std::string_view url,
 Result<void> credentials(std::string_view url, std::string url_user, const OpenOptions& options,
                          RedisStoreOptions& out) {
   if (!options.token_file.empty() || credential_env(options, "INSTANCE_GUARD_TOKEN")) {
-    return invalid(url, "Redis takes a password, not a token: unset INSTANCE_GUARD_TOKEN / "
+    return invalid_store_url(url, "Redis takes a password, not a token: unset INSTANCE_GUARD_TOKEN / "
                         "--token-file and " + std::string(kPasswordAdvice));
   }
   if (!options.password_file.empty()) {
@@ -120,10 +76,10 @@ Result<void> credentials(std::string_view url, std::string url_user, const OpenO
   if (out.user.empty()) out.user = credential_env(options, "INSTANCE_GUARD_USER").value_or("");
   if (out.user.empty()) out.user = std::move(url_user);
   if (!out.user.empty() && out.password.empty()) {
-    return invalid(url, "a user was given but no password: " + std::string(kPasswordAdvice));
+    return invalid_store_url(url, "a user was given but no password: " + std::string(kPasswordAdvice));
   }
   for (unsigned char c : out.user) {
-    if (c <= 0x20 || c >= 0x7F) return invalid(url, "the user name holds spaces or control bytes");
+    if (c <= 0x20 || c >= 0x7F) return invalid_store_url(url, "the user name holds spaces or control bytes");
   }
   return {};
 }
@@ -138,13 +94,13 @@ bool equals_ignoring_case(std::string_view a, std::string_view b) {
 
 Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOptions& options) {
   const auto scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos) return invalid(url, "expected redis://host[:port]");
+  if (scheme_end == std::string_view::npos) return invalid_store_url(url, "expected redis://host[:port]");
   const auto scheme = url.substr(0, scheme_end);
   if (equals_ignoring_case(scheme, "rediss")) {
-    return invalid(url, "TLS (rediss://) is not supported by this build's hiredis; reach the "
+    return invalid_store_url(url, "TLS (rediss://) is not supported by this build's hiredis; reach the "
                         "server over a trusted network or a TLS tunnel, with redis://");
   }
-  if (!equals_ignoring_case(scheme, "redis")) return invalid(url, "expected redis://host[:port]");
+  if (!equals_ignoring_case(scheme, "redis")) return invalid_store_url(url, "expected redis://host[:port]");
   std::string_view rest = url.substr(scheme_end + 3);
 
   // User info: refuse a password before anything else can echo it. An '@'
@@ -152,18 +108,18 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     const auto delimiter = rest.find_first_of("/?#");
     if (delimiter != std::string_view::npos && delimiter < at) {
-      return invalid(url, "an '@' after the host must be escaped as %40 (a password does not "
+      return invalid_store_url(url, "an '@' after the host must be escaped as %40 (a password does not "
                           "belong in the URL: " + std::string(kPasswordAdvice) + ")");
     }
     if (rest.substr(0, at).find(':') != std::string_view::npos) {
-      return invalid(url, "a password in the URL is refused (it would show in ps, shell history "
+      return invalid_store_url(url, "a password in the URL is refused (it would show in ps, shell history "
                           "and logs); " + std::string(kPasswordAdvice));
     }
   }
   for (unsigned char c : rest) {
-    if (c <= 0x20 || c >= 0x7F) return invalid(url, "spaces or control characters");
+    if (c <= 0x20 || c >= 0x7F) return invalid_store_url(url, "spaces or control characters");
   }
-  if (rest.find('#') != std::string_view::npos) return invalid(url, "a fragment is not allowed");
+  if (rest.find('#') != std::string_view::npos) return invalid_store_url(url, "a fragment is not allowed");
 
   std::string_view query;
   if (const auto q = rest.find('?'); q != std::string_view::npos) {
@@ -178,7 +134,7 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
   std::string url_user;
   if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
     auto decoded = percent_decode(authority.substr(0, at));
-    if (!decoded) return invalid(url, "bad percent escape in the user name");
+    if (!decoded) return invalid_store_url(url, "bad percent escape in the user name");
     url_user = std::move(*decoded);
     authority = authority.substr(at + 1);
   }
@@ -191,7 +147,7 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
   if (!path.empty()) {
     const auto [end, ec] = std::from_chars(path.data(), path.data() + path.size(), out.db);
     if (ec != std::errc{} || end != path.data() + path.size() || out.db < 0) {
-      return invalid(url, "the path must be a database number (redis://host:port/0)");
+      return invalid_store_url(url, "the path must be a database number (redis://host:port/0)");
     }
   }
 
@@ -203,11 +159,11 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
     const auto eq = param.find('=');
     const auto name = param.substr(0, eq);
     if (name != "prefix") {
-      return invalid(url, "unknown parameter \"" + std::string(name) + "\" (only prefix=...)");
+      return invalid_store_url(url, "unknown parameter \"" + std::string(name) + "\" (only prefix=...)");
     }
     auto value = percent_decode(eq == std::string_view::npos ? std::string_view{}
                                                              : param.substr(eq + 1));
-    if (!value) return invalid(url, "bad percent escape in prefix");
+    if (!value) return invalid_store_url(url, "bad percent escape in prefix");
     out.prefix = std::move(*value);
   }
 
