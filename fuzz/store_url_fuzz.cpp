@@ -72,6 +72,29 @@ std::string with_other_password(std::string_view url, std::pair<std::size_t, std
   return out;
 }
 
+// A refused URL: Errc::invalid, with a printable message that holds neither
+// the environment's secret nor anything that depends on the URL's password.
+template <typename Parse>
+void check_refusal(std::string_view url, const instance::Error& error, Parse parse) {
+  const std::string& message = error.message;
+  FUZZ_CHECK(error.code == instance::Errc::invalid,
+             "error code for " + shown(url) + ": " + shown(message));
+  FUZZ_CHECK(printable_ascii(message), "unprintable message for " + shown(url) + ": " +
+                                           shown(message));
+  if (url.find(kEnvSecret) == std::string_view::npos) {
+    FUZZ_CHECK(message.find(kEnvSecret) == std::string::npos,
+               "the environment's secret in " + shown(message));
+  }
+  if (auto span = password_span(url)) {
+    const std::string other = with_other_password(url, *span);
+    auto again = parse(other);
+    FUZZ_CHECK(!again && again.error().message == message,
+               "the message depends on the URL's password: " + shown(url) + " -> " +
+                   shown(message) + "; " + shown(other) + " -> " +
+                   (again ? "accepted" : shown(again.error().message)));
+  }
+}
+
 void check_webdav(std::string_view url, bool with_env) {
   instance::OpenOptions options;
   options.getenv = [with_env](std::string_view name) -> std::optional<std::string> {
@@ -82,23 +105,8 @@ void check_webdav(std::string_view url, bool with_env) {
   };
   auto parsed = instance::parse_webdav_url(url, options);
   if (!parsed) {
-    const std::string& message = parsed.error().message;
-    FUZZ_CHECK(parsed.error().code == instance::Errc::invalid,
-               "error code for " + shown(url) + ": " + shown(message));
-    FUZZ_CHECK(printable_ascii(message), "unprintable message for " + shown(url) + ": " +
-                                             shown(message));
-    if (url.find(kEnvSecret) == std::string_view::npos) {
-      FUZZ_CHECK(message.find(kEnvSecret) == std::string::npos,
-                 "the environment's secret in " + shown(message));
-    }
-    if (auto span = password_span(url)) {
-      const std::string other = with_other_password(url, *span);
-      auto again = instance::parse_webdav_url(other, options);
-      FUZZ_CHECK(!again && again.error().message == message,
-                 "the message depends on the URL's password: " + shown(url) + " -> " +
-                     shown(message) + "; " + shown(other) + " -> " +
-                     (again ? "accepted" : shown(again.error().message)));
-    }
+    check_refusal(url, parsed.error(),
+                  [&](std::string_view u) { return instance::parse_webdav_url(u, options); });
     return;
   }
   const std::string& base = parsed->base_url;
@@ -137,23 +145,8 @@ void check_redis(std::string_view url, bool with_env) {
   };
   auto parsed = instance::parse_redis_url(url, options);
   if (!parsed) {
-    const std::string& message = parsed.error().message;
-    FUZZ_CHECK(parsed.error().code == instance::Errc::invalid,
-               "error code for " + shown(url) + ": " + shown(message));
-    FUZZ_CHECK(printable_ascii(message), "unprintable message for " + shown(url) + ": " +
-                                             shown(message));
-    if (url.find(kEnvSecret) == std::string_view::npos) {
-      FUZZ_CHECK(message.find(kEnvSecret) == std::string::npos,
-                 "the environment's secret in " + shown(message));
-    }
-    if (auto span = password_span(url)) {
-      const std::string other = with_other_password(url, *span);
-      auto again = instance::parse_redis_url(other, options);
-      FUZZ_CHECK(!again && again.error().message == message,
-                 "the message depends on the URL's password: " + shown(url) + " -> " +
-                     shown(message) + "; " + shown(other) + " -> " +
-                     (again ? "accepted" : shown(again.error().message)));
-    }
+    check_refusal(url, parsed.error(),
+                  [&](std::string_view u) { return instance::parse_redis_url(u, options); });
     return;
   }
   FUZZ_CHECK(!password_span(url), "a password in the URL was accepted: " + shown(url));
