@@ -1,5 +1,5 @@
 /* announce: the original Go guard's protocol (src/guard/announce.cpp,
- * guard-protocols.md section 1). Check, then write: not a lock.
+ * docs/design/modes.md, "announce"). Check, then write: not a lock.
  *
  *   acquire  scan instances/: refuse at a live record of another id, reap
  *            expired ones; then replace our record.

@@ -6,7 +6,7 @@
  * restart of the same identity). Every get, replace, remove and
  * remove-if-unchanged is one atomic step; a listing is one atomic snapshot of
  * which keys exist. This is the "atomic registers" assumption of
- * guard-protocols.md section 4 with settle = 0: an acknowledged write is
+ * docs/design/arguments.md, "verify", with settle = 0: an acknowledged write is
  * visible to every later read and listing.
  *
  * Time: there are no clocks. A record counts as live until it is marked
@@ -14,7 +14,8 @@
  * by an incarnation of its owner that has crashed since (the owner's next
  * write clears it). That is what ttl + renewal every ttl/3 + a skew margin
  * give when renewals are on time and clocks stay within max-skew; a holder
- * paused past its expiry (the time risk of section 6) is outside the model.
+ * paused past its expiry (the time risk the fencing epoch answers:
+ * docs/design/arguments.md) is outside the model.
  *
  * Crashes: a process may crash at every point where that leaves something
  * behind: right after each write of its record, and while it holds. (A crash

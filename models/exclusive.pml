@@ -1,5 +1,5 @@
 /* exclusive: compare-and-set on one lease document (src/guard/exclusive.cpp,
- * the path without a native lease; guard-protocols.md section 3).
+ * the path without a native lease; docs/design/modes.md, "exclusive").
  *
  * The lease document "instances.lease", one atomic register:
  *   holder    NOBODY (absent), or the id of the last acquirer

@@ -1,5 +1,5 @@
-/* verify: write, settle, scan (src/guard/verify.cpp, guard-protocols.md
- * section 4), on atomic registers (settle = 0: the write is visible at once).
+/* verify: write, settle, scan (src/guard/verify.cpp; docs/design/arguments.md,
+ * "verify"), on atomic registers (settle = 0: the write is visible at once).
  *
  *   acquire  1. scan: refuse at a live record of another id; reap expired
  *               ones;

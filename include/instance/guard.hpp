@@ -1,7 +1,8 @@
 // The guard: makes sure only one instance of a service runs against one
 // state store.
 //
-// Modes (../shared/design/guard-protocols.md explains each):
+// Modes (docs/design/modes.md explains each; docs/design/arguments.md why
+// they hold):
 //   announce   the original Go guard, unchanged: list instances/, refuse
 //              beside a live or unreadable record, delete expired ones, write
 //              our record, renew every ttl/3. Not a lock: two guards starting

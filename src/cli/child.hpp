@@ -1,7 +1,7 @@
 // The child process `run` guards: started directly (no shell) in its own
 // process group, tied to the tool's life, and signalled as a group.
 //
-// Contract (guard-protocols.md, 5b):
+// Contract (docs/design/arguments.md, "The command-line tool around a child"):
 //   * The child asks for PR_SET_PDEATHSIG(SIGKILL) between fork and exec and
 //     checks that the tool did not die in that window, so a tool killed by
 //     SIGKILL or the OOM killer never leaves its child running beside a

@@ -1,5 +1,5 @@
-// announce: the original Go guard's protocol, unchanged (guard-protocols.md,
-// section 1). Check, then write: not a lock.
+// announce: the original Go guard's protocol, unchanged (docs/design/modes.md,
+// "announce"). Check, then write: not a lock.
 //
 //   acquire  list instances/; refuse at the first unreadable or live record
 //            of another id; delete expired ones on the way; write ours.

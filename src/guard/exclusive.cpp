@@ -1,5 +1,5 @@
 // exclusive: a lease document changed only by compare-and-set, with a
-// fencing epoch (guard-protocols.md, section 3).
+// fencing epoch (docs/design/modes.md and arguments.md, "exclusive").
 //
 // The lease lives at "instances.lease", beside instances/ and outside the
 // records' id space. It holds the holder's id, host, pid, expiry, an epoch

@@ -1,5 +1,5 @@
 // verify: exclusion without compare-and-set: write, settle, scan
-// (guard-protocols.md, section 4).
+// (docs/design/modes.md and arguments.md, "verify").
 //
 //   acquire  1. scan: refuse beside any live or unreadable record of another
 //               id (and reap stale ones);

@@ -98,7 +98,7 @@ check() {
 narrative() {
   case $1 in
     announce) cat <<'TXT'
-announce: spin's counter-example (check, then write; guard-protocols.md section 1)
+announce: spin's counter-example (check, then write; docs/design/modes.md, "announce")
 
 Two guards (proc 1 = id 0, proc 2 = id 1), both starting with an empty instances/:
   steps 3-10   id 1 lists instances/ (nothing there) and passes its scan;

@@ -1,5 +1,5 @@
 // From gRPC statuses, CS3 status codes and data gateway HTTP answers to the
-// store's error codes (fact sheet part A.1).
+// store's error codes (docs/cs3.md, "Status codes").
 //
 // map_cs3_code:
 //   NOT_FOUND -> not_found        ALREADY_EXISTS -> already_exists

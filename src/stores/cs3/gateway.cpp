@@ -27,7 +27,7 @@ bool usable_token(std::string_view token) {
 }
 
 // "<storageid>$<spaceid>" or "<spaceid>" -> the id ListStorageSpaces takes,
-// "<storageid>$<spaceid>!<spaceid>" (fact sheet A.2, A.4).
+// "<storageid>$<spaceid>!<spaceid>" (docs/cs3.md, "Identifiers and references").
 std::string space_filter_id(std::string_view space_id) {
   const auto dollar = space_id.find('$');
   const auto space = dollar == std::string_view::npos ? space_id : space_id.substr(dollar + 1);

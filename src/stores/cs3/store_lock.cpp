@@ -80,7 +80,7 @@ Try<void> Cs3Store::release_lock(const std::string& path, std::string_view lock_
   if (!unlocked) return std::unexpected(std::move(unlocked.error()));
   const auto code = unlocked->status().code();
   if (code == rpc::CODE_OK) return {};
-  // reva: no lock -> ABORTED, another id -> LOCKED (fact sheet A.8).
+  // reva: no lock -> ABORTED, another id -> LOCKED (docs/cs3.md, "Locks").
   if (code == rpc::CODE_ABORTED || code == rpc::CODE_LOCKED ||
       code == rpc::CODE_FAILED_PRECONDITION || code == rpc::CODE_NOT_FOUND) {
     return failure(Errc::not_found, "the lock is already gone (Unlock answered " +

@@ -279,7 +279,7 @@ struct GatewayDouble::State final : gw::GatewayAPI::Service {
       if (f.type() != sp::ListStorageSpacesRequest::Filter::TYPE_ID) {
         return answer(response, rpc::CODE_INVALID_ARGUMENT, "unsupported filter");
       }
-      // "<storage>$<space>!<node>" (storage optional), fact sheet A.2.
+      // "<storage>$<space>!<node>" (storage optional), docs/cs3.md.
       std::string id = f.id().opaque_id();
       std::string storage;
       if (const auto d = id.find('$'); d != std::string::npos) {
@@ -393,7 +393,7 @@ struct GatewayDouble::State final : gw::GatewayAPI::Service {
                                     gw::InitiateFileDownloadResponse* response) override {
     GUARD_CALL(response);
     RESOLVE(rel, request, response);
-    // reva answers OK without checking existence (fact sheet A.6).
+    // reva answers OK without checking existence (docs/cs3.md, "Reading and writing files").
     const std::string token = "transfer-" + random_hex(16);
     transfers[token] = Transfer{.upload = false, .path = rel};
     issued.push_back(token);

@@ -3,8 +3,8 @@
 // plus an HTTP data endpoint, both on 127.0.0.1, over a temporary folder.
 //
 // No OpenCloud server can run on the test machines, so this implements the
-// documented semantics (/work/shared/facts/opencloud-cs3-webdav.md, part A)
-// the store relies on:
+// semantics the store relies on (docs/cs3.md, "The gateway, as the store
+// relies on it"):
 //   - Authenticate (type "serviceaccounts") mints tokens; every other call
 //     needs one in `x-access-token` metadata, else CODE_UNAUTHENTICATED.
 //     Tokens can be made to expire (expire_tokens(), or after N calls).
