@@ -6,8 +6,10 @@
 #   (GitHub's slugs);
 # - every docs/... path named in any text file (code comments, scripts,
 #   CMake, documents) exists.
-# In a git work tree "in the repository" means tracked: a fresh clone must
-# have it, so a new document fails until it is added. Links inside code
+# In a git work tree only tracked files are read, and "in the repository"
+# means tracked: a fresh clone must have it, so a link to a new document
+# fails until the document is added (files the tests leave behind, such as
+# new fuzz corpus entries, are not read). Links inside code
 # (fenced blocks, `spans`) and URLs with a scheme are not checked.
 #
 # Before checking the tree, the checker is run on small fixtures that must
@@ -29,23 +31,15 @@ tracked_files() {
     (cd "$1" && find . -type f -not -path './.git/*' -not -path './build*' | sed 's|^\./||')
   fi
 }
-# Files to read for references: the tracked ones and, in a git tree, new ones
-# not yet added (so a new document's links are checked before its commit).
-scanned_files() {
-  tracked_files "$1"
-  if git -C "$1" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    git -C "$1" ls-files --others --exclude-standard
-  fi
-}
 
 # check ROOT: prints one line per broken reference; fails when there is one.
 check() {
   local root=$1 work
   work=$(mktemp -d "${TMPDIR:-/tmp}/instance-guard-links.XXXXXX")
   tracked_files "$root" | sort -u >"$work/files"
-  scanned_files "$root" | sort -u | while IFS= read -r f; do
-    [[ -f $root/$f ]] && printf '%s\n' "$f"
-  done >"$work/scanned"
+  while IFS= read -r f; do
+    if [[ -f $root/$f ]]; then printf '%s\n' "$f"; fi
+  done <"$work/files" >"$work/scanned"
   # docs/... paths anywhere: "FILE:LINE:WORD", where WORD is the
   # whitespace- and quote-delimited word around the path.
   (cd "$root" && xargs -d '\n' -a "$work/scanned" \
