@@ -179,7 +179,7 @@ out=$(check "$fixtures/good" 2>&1) || { echo "FAIL: the checker refused a good t
 make_fixture bad
 echo 'A [broken](missing.md) link.' >>"$fixtures/bad/$d/guide.md"
 echo 'A [broken](sub/page.md#no-such-heading) fragment.' >>"$fixtures/bad/$d/guide.md"
-echo 'Out [there](../../shared/notes.md).' >>"$fixtures/bad/$d/guide.md"
+echo 'Out [there](../../elsewhere/notes.md).' >>"$fixtures/bad/$d/guide.md"
 echo "# see $d/gone/away.md." >"$fixtures/bad/src/build.sh"
 if out=$(check "$fixtures/bad" 2>&1); then
   echo "FAIL: the checker passed a tree with broken references" >&2
@@ -187,7 +187,7 @@ if out=$(check "$fixtures/bad" 2>&1); then
 fi
 for expected in "link to a missing file: missing.md" \
   "link to a missing heading: sub/page.md#no-such-heading" \
-  "link out of the repository: ../../shared/notes.md" \
+  "link out of the repository: ../../elsewhere/notes.md" \
   "names a missing document: $d/gone/away.md"; do
   grep -qF -- "$expected" <<<"$out" || { echo "FAIL: the checker missed \"$expected\": $out" >&2; exit 1; }
 done
