@@ -3,9 +3,9 @@
 # original Go guard judges it: names that are not canonically escaped (a
 # space, an escape of a safe byte, lowercase hex, '~', a newline, odd nested
 # folders) are never an internal error (exit 70). A live or unreadable record
-# refuses and names the file; an expired one is cleared in announce mode and
-# left alone, and shown by `status`, in the others; a record with our own id
-# is skipped whatever the file is called.
+# refuses and names the file; an expired one is shown by `status`, does not
+# refuse in any mode and is cleared in announce mode; a record with our own
+# id is skipped whatever the file is called.
 source "$(dirname "$0")/lib.sh"
 
 future=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
