@@ -62,3 +62,15 @@ printf '%s' "$(record other "$future")" >"$STORE/instances/me%2D1"
 run_guard run --store "$STORE" --id me-1 -- true
 expect_exit 75 "beside a live record in instances/me%2D1 next to instances/me-1"
 ok "a file whose name decodes to our own key is still judged by its contents"
+
+# Not regular files: never an internal error, never taken over.
+rm -rf "$STORE/instances"
+mkdir -p "$STORE/instances"
+mkfifo "$STORE/instances/fifo"
+run_guard run --store "$STORE" --id me-1 -- true
+expect_exit 75 "beside a FIFO under instances/ (unreadable, so live)"
+rm "$STORE/instances/fifo"
+ln -s /etc/hostname "$STORE/instances/link"
+run_guard run --store "$STORE" --id me-1 -- true
+expect_exit 69 "beside a symbolic link under instances/ (the store refuses links)"
+ok "a FIFO refuses as an unreadable record; a symbolic link makes the store unusable (69)"
