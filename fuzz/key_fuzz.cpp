@@ -6,7 +6,10 @@
 //     then escape_segment(unescape_segment(s)) == s (one spelling per key);
 //   * Key::parse(s) succeeds -> key.str() == s, every segment is canonical,
 //     rebuilding from the unescaped segments gives the same key, leaf() is
-//     the unescaped last segment, and the key is under each of its prefixes.
+//     the unescaped last segment, and the key is under each of its prefixes;
+//   * Key::from_listing(s) accepts every key parse accepts, as the same key,
+//     and whatever it accepts keeps s as its text and is canonical() exactly
+//     when parse accepts it too.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -45,7 +48,19 @@ void check_escaped(std::string_view s) {
              "escape(unescape(" + shown(s) + ")) = " + (again ? shown(*again) : "error"));
 }
 
+void check_listed(std::string_view s) {
+  auto parsed = instance::Key::parse(s);
+  auto listed = instance::Key::from_listing(s);
+  FUZZ_CHECK(!parsed || (listed && *listed == *parsed),
+             "from_listing refuses or changes the parsed key " + shown(s));
+  if (!listed) return;
+  FUZZ_CHECK(listed->str() == s, "from_listing(" + shown(s) + ").str() changed");
+  FUZZ_CHECK(listed->canonical() == parsed.has_value(),
+             "canonical() disagrees with parse on " + shown(s));
+}
+
 void check_key(std::string_view s) {
+  check_listed(s);
   auto key = instance::Key::parse(s);
   if (!key) return;
   FUZZ_CHECK(key->str() == s, "Key::parse(" + shown(s) + ").str() = " + shown(key->str()));

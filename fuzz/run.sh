@@ -27,7 +27,7 @@ root=$(pwd)
 seconds=${1:-10}
 shift || true
 targets=("$@")
-all_targets=(record_fuzz key_fuzz duration_fuzz rfc3339_fuzz store_url_fuzz webdav_listing_fuzz)
+all_targets=(record_fuzz record_go_fuzz key_fuzz duration_fuzz rfc3339_fuzz store_url_fuzz webdav_listing_fuzz)
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 
 cxx=${FUZZ_CXX:-clang++-16}

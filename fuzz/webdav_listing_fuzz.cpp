@@ -2,8 +2,8 @@
 // parse_multistatus on arbitrary bodies, under a base path chosen by the
 // first byte, and parse_lock_discovery. Invariants:
 //   * never crashes or throws;
-//   * a listing that parses has entries whose names are all canonical
-//     escaped key segments (what the store turns into keys unchecked);
+//   * a listing that parses has entries whose names all form a key
+//     (Key::from_listing: what the store turns into keys unchecked);
 //   * a failure is Errc::malformed with a message of printable ASCII only
 //     (the body is server-controlled and ends up in logs);
 //   * a lock reply that parses names a non-empty, trimmed token, and the
@@ -47,8 +47,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(!entries->empty(), "an empty listing was accepted: " + shown(body));
     for (const auto& entry : *entries) {
       for (const std::string& name : entry.names) {
-        FUZZ_CHECK(instance::is_canonical_segment(name),
-                   "listed name " + shown(name) + " is not a canonical segment; body " +
+        FUZZ_CHECK(instance::Key::from_listing(name).has_value() &&
+                       name.find('/') == std::string::npos,
+                   "listed name " + shown(name) + " cannot be a key segment; body " +
                        shown(body));
       }
     }

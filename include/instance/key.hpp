@@ -45,13 +45,26 @@ class INSTANCE_EXPORT Key {
   // The empty string parses to the root key.
   static Result<Key> parse(std::string_view escaped);
 
+  // A key as a store listed it, to read or remove what is there: like parse,
+  // but a segment may be any name a store holds, canonical or not ("a b",
+  // "%41", "x~y"), as long as it is not empty, "." or "..", and has no '/'
+  // or NUL (Errc::invalid otherwise). Every file a store holds is judged, so
+  // a listing never fails over a name. Such a key names exactly that entry;
+  // stores never write under a non-canonical key (record_key and friends
+  // only build canonical ones).
+  static Result<Key> from_listing(std::string_view path);
+
+  // True when every segment is canonical (the keys parse accepts).
+  bool canonical() const noexcept;
+
   // Appends one raw segment (escaped here).
   Result<Key> child(std::string_view raw_segment) const;
 
   const std::string& str() const noexcept { return escaped_; }
   bool empty() const noexcept { return escaped_.empty(); }
   std::vector<std::string> escaped_segments() const;
-  // The unescaped last segment ("" for the root).
+  // The unescaped last segment ("" for the root); a non-canonical one (from
+  // from_listing) as it is.
   std::string leaf() const;
 
   // True when this key equals `prefix` or lies beneath it, by whole segments:

@@ -7,11 +7,19 @@
 // at once), `mode` and `state` ("claiming" while a verify claim settles;
 // absent means held).
 //
-// Records live at `instances/<escaped id>` (record_key). Reading follows the
-// original's decoder: JSON object keys match case-insensitively, unknown
-// fields are ignored, any RFC 3339 time is accepted. Unlike the original, a
-// record without `id` or `expires_at`, or a `null` document, is malformed
-// (an unreadable record counts as live; the original treated it as expired).
+// Records live at `instances/<escaped id>` (record_key), but every file under
+// `instances/` is judged, whatever its name, as the original does.
+//
+// decode_record reads exactly what the original's decoder (Go's
+// encoding/json into a struct, times by time.Time.UnmarshalJSON) reads, or
+// refuses; docs/record-format.md states Go's rules and where we are stricter.
+// The safety rule: whenever it cannot agree with Go, it refuses (an
+// unreadable record counts as live), so a record the original would count as
+// live or unreadable is never judged expired here. In particular: keys match
+// Go's case folding and the last matching key wins; a time is parsed from
+// its raw JSON bytes (an escape inside it makes it unreadable); a record
+// without `id` or `expires_at`, or a `null` document, is unreadable (the
+// original treated it as expired).
 #pragma once
 
 #include <cstdint>

@@ -14,9 +14,14 @@ namespace instance {
 // fractional seconds with trailing zeros dropped (none when whole).
 INSTANCE_EXPORT std::string format_rfc3339(WallTime t);
 
-// Parses any RFC 3339 date-time: 'T' or 't', 0 to 9 fractional digits,
-// 'Z', 'z' or a numeric offset (+02:00). A leap second (:60) is accepted
-// and folded into the next second. Errc::malformed otherwise.
+// Parses an RFC 3339 date-time in the spelling every Go release accepts
+// (docs/record-format.md): "YYYY-MM-DDThh:mm:ss", an optional '.' and one or
+// more fractional digits (the first nine kept, the rest truncated as Go
+// does), then 'Z' or an offset "+hh:mm" / "-hh:mm" (hours 00-23, minutes
+// 00-59). Uppercase 'T' and 'Z' only; no leap second (:60), no ',' before
+// the fraction, no one-digit hour; the instant must fit WallTime (1677-09-21
+// to 2262-04-11). Errc::malformed otherwise: a record whose time Go might
+// refuse must count as unreadable, never as expired.
 INSTANCE_EXPORT Result<WallTime> parse_rfc3339(std::string_view text);
 
 // Parses Go's duration syntax: "300ms", "1.5h", "2h45m", "0". Units ns, us,

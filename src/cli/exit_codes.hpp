@@ -22,8 +22,11 @@ constexpr int exit_code_for_signal(int signal) noexcept { return 128 + signal; }
 
 // The exit code for a library error:
 //   another_instance, locked                      -> 75
-//   unavailable, timeout, permission, no_space    -> 69 (the store, as configured,
-//                                                    cannot be used; retry may help)
+//   unavailable, timeout, permission, no_space,   -> 69 (the store, as configured,
+//   malformed                                        cannot be used; retry may help;
+//                                                    malformed: the store holds or
+//                                                    answers bytes that cannot be read,
+//                                                    which is never an internal error)
 //   invalid, unsupported                          -> 78
 //   not_found                                     -> 66
 //   anything else                                 -> 70
@@ -36,6 +39,7 @@ constexpr int exit_code_for(Errc code) noexcept {
     case Errc::timeout:
     case Errc::permission:
     case Errc::no_space:
+    case Errc::malformed:
       return kExitUnavailable;
     case Errc::invalid:
     case Errc::unsupported:

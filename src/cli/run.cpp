@@ -50,6 +50,7 @@ std::vector<LogField> holder_fields(const ClaimError& refusal, const Store& stor
   std::vector<LogField> fields{{"store", store.describe()}};
   if (refusal.holder) {
     const auto& holder = *refusal.holder;
+    fields.push_back({"holder_key", holder.key.str()});  // the file, whatever its name
     if (holder.record) {
       const Record& r = *holder.record;
       const auto left = r.expires_at - system_clock()->wall();
@@ -62,7 +63,6 @@ std::vector<LogField> holder_fields(const ClaimError& refusal, const Store& stor
             {"expires_in", format_duration(std::chrono::ceil<std::chrono::seconds>(left))});
       }
     } else {
-      fields.push_back({"holder_key", holder.key.str()});
       fields.push_back({"holder_record", "unreadable (counts as live)"});
     }
   }

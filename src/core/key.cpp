@@ -101,6 +101,27 @@ Result<Key> Key::parse(std::string_view escaped) {
   return Key(std::string(escaped));
 }
 
+Result<Key> Key::from_listing(std::string_view path) {
+  if (path.empty()) return Key{};
+  for (std::size_t start = 0;;) {
+    const std::size_t slash = path.find('/', start);
+    const auto segment = path.substr(start, slash == std::string_view::npos ? path.npos
+                                                                            : slash - start);
+    if (segment.empty() || segment == "." || segment == ".." ||
+        segment.find('\0') != std::string_view::npos) {
+      return fail(Errc::invalid, "a listed name cannot be a key: empty, a dot segment or a NUL "
+                                 "byte in a segment");
+    }
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return Key(std::string(path));
+}
+
+bool Key::canonical() const noexcept {
+  return std::ranges::all_of(escaped_segments(), is_canonical_segment);
+}
+
 Result<Key> Key::child(std::string_view raw_segment) const {
   auto escaped = escape_segment(raw_segment);
   if (!escaped) return std::unexpected(escaped.error());
@@ -126,7 +147,7 @@ std::string Key::leaf() const {
   if (escaped_.empty()) return {};
   const auto slash = escaped_.rfind('/');
   const auto last = slash == std::string::npos ? escaped_ : escaped_.substr(slash + 1);
-  return unescape_segment(last).value_or(std::string{});
+  return unescape_segment(last).value_or(last);
 }
 
 bool Key::is_under(const Key& prefix) const noexcept {

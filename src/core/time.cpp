@@ -61,12 +61,15 @@ std::string format_rfc3339(WallTime t) {
 }
 
 Result<WallTime> parse_rfc3339(std::string_view s) {
+  // The spelling every Go release's time.Parse(time.RFC3339, s) accepts (its
+  // fast path, parseRFC3339 in Go's time/format_rfc3339.go), byte for byte;
+  // docs/record-format.md lists what Go accepts beyond it and why we do not.
   int year, month, day, hour, minute, second;
-  if (!digits(s, 0, 4, year) || s.size() < 19 || s[4] != '-' || !digits(s, 5, 2, month) ||
+  if (s.size() < 20 || !digits(s, 0, 4, year) || s[4] != '-' || !digits(s, 5, 2, month) ||
       s[7] != '-' || !digits(s, 8, 2, day)) {
     return bad_time(s, "expected YYYY-MM-DD");
   }
-  if (s[10] != 'T' && s[10] != 't') return bad_time(s, "expected 'T' between date and time");
+  if (s[10] != 'T') return bad_time(s, "expected an uppercase 'T' between date and time");
   if (!digits(s, 11, 2, hour) || s[13] != ':' || !digits(s, 14, 2, minute) || s[16] != ':' ||
       !digits(s, 17, 2, second)) {
     return bad_time(s, "expected hh:mm:ss");
@@ -75,38 +78,32 @@ Result<WallTime> parse_rfc3339(std::string_view s) {
                                         std::chrono::month{static_cast<unsigned>(month)},
                                         std::chrono::day{static_cast<unsigned>(day)}};
   if (!ymd.ok()) return bad_time(s, "no such date");
-  if (hour > 23 || minute > 59 || second > 60) return bad_time(s, "time out of range");
+  if (hour > 23 || minute > 59) return bad_time(s, "time out of range");
+  if (second > 59) return bad_time(s, "second out of range (Go refuses leap seconds)");
 
   std::size_t pos = 19;
   std::int64_t frac_ns = 0;
-  if (pos < s.size() && s[pos] == '.') {
+  if (s[pos] == '.' && pos + 1 < s.size() && s[pos + 1] >= '0' && s[pos + 1] <= '9') {
+    // Any number of digits; Go keeps the first nine (truncates, never rounds).
     ++pos;
-    const std::size_t start = pos;
     std::int64_t scale = 100'000'000;
-    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
-      if (pos - start >= 9) return bad_time(s, "more than 9 fractional digits");
+    for (; pos < s.size() && s[pos] >= '0' && s[pos] <= '9'; ++pos) {
       frac_ns += (s[pos] - '0') * scale;
       scale /= 10;
-      ++pos;
     }
-    if (pos == start) return bad_time(s, "'.' without digits");
   }
   std::chrono::minutes offset{0};
-  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
-    ++pos;
-  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
+  const std::string_view zone = s.substr(pos);
+  if (zone != "Z") {
     int oh, om;
-    if (!digits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' ||
-        !digits(s, pos + 4, 2, om) || oh > 23 || om > 59) {
-      return bad_time(s, "expected offset +hh:mm");
+    if (zone.size() != 6 || (zone[0] != '+' && zone[0] != '-') || !digits(zone, 1, 2, oh) ||
+        zone[3] != ':' || !digits(zone, 4, 2, om)) {
+      return bad_time(s, "expected 'Z' or an offset +hh:mm at the end");
     }
+    if (oh > 23 || om > 59) return bad_time(s, "offset out of range");
     offset = std::chrono::hours{oh} + std::chrono::minutes{om};
-    if (s[pos] == '-') offset = -offset;
-    pos += 6;
-  } else {
-    return bad_time(s, "missing 'Z' or offset");
+    if (zone[0] == '-') offset = -offset;
   }
-  if (pos != s.size()) return bad_time(s, "trailing characters");
 
   // WallTime counts nanoseconds in 64 bits (1677-09-21 to 2262-04-11): check
   // the range in 128 bits before converting, never overflow.

@@ -61,6 +61,26 @@ TEST(Key, ParseAcceptsOnlyCanonicalSegments) {
   EXPECT_FALSE(Key::parse("a/%2f").has_value());
 }
 
+TEST(Key, FromListingKeepsAnyNameAStoreHolds) {
+  // Every file under instances/ is judged, whatever its name.
+  for (const std::string name : {"a b", "%41", "a%2f", "x~y", "new\nline\xff", "%"}) {
+    const auto key = Key::from_listing("instances/" + name);
+    ASSERT_TRUE(key.has_value()) << name;
+    EXPECT_EQ(key->str(), "instances/" + name);
+    EXPECT_FALSE(key->canonical()) << name;
+    EXPECT_EQ(key->leaf(), name);  // not canonical: the name as it is
+    EXPECT_TRUE(key->is_under(Key::parse("instances").value()));
+  }
+  const auto canonical = Key::from_listing("instances/a%20b").value();
+  EXPECT_TRUE(canonical.canonical());
+  EXPECT_EQ(canonical, Key::parse("instances/a%20b").value());
+  EXPECT_EQ(canonical.leaf(), "a b");
+  for (const char* bad : {"a//b", "/a", "a/", "a/../b", "./a"}) {
+    EXPECT_FALSE(Key::from_listing(bad).has_value()) << bad;
+  }
+  EXPECT_FALSE(Key::from_listing(std::string_view("a\0b", 3)).has_value());
+}
+
 TEST(Key, FromSegmentsEscapesEach) {
   const auto key = Key::from_segments({"instances", "pod/1", ".."}).value();
   EXPECT_EQ(key.str(), "instances/pod%2F1/%2E%2E");

@@ -52,9 +52,15 @@ TEST(Record, MatchesKeysCaseInsensitivelyAndIgnoresUnknownFields) {
   EXPECT_EQ(format_rfc3339(r.expires_at), "2026-03-01T12:00:00Z");
 }
 
-TEST(Record, AnExactKeyWinsOverACaseInsensitiveOne) {
-  const auto r = decode_record(R"({"ID":"upper","id":"exact","expires_at":"2026-03-01T12:00:00Z"})");
-  EXPECT_EQ(r.value().id, "exact");
+TEST(Record, TheLastMatchingKeyWinsAsInGo) {
+  EXPECT_EQ(decode_record(R"({"ID":"upper","id":"exact","expires_at":"2026-03-01T12:00:00Z"})")
+                .value()
+                .id,
+            "exact");
+  EXPECT_EQ(decode_record(R"({"id":"exact","ID":"upper","expires_at":"2026-03-01T12:00:00Z"})")
+                .value()
+                .id,
+            "upper");
 }
 
 TEST(Record, RefusesWhatIsNotARecord) {

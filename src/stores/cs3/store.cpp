@@ -341,11 +341,14 @@ Try<void> Cs3Store::list_folder(const std::string& folder_path, const Key& folde
         name = slash == std::string::npos ? info.path() : info.path().substr(slash + 1);
       }
       if (top && folder.empty() && (name == kLockFolder || name == kProbeFolder)) continue;
-      if (!is_canonical_segment(name)) {
-        return failure(Errc::malformed, "the listing names an entry that is not a key segment: \"" +
+      // Every name is listed, canonical or not: each file under instances/
+      // is a record to judge, as the original judges it.
+      auto as_key = Key::from_listing(folder.empty() ? name : folder.str() + "/" + name);
+      if (!as_key || name.find('/') != std::string::npos) {
+        return failure(Errc::malformed, "the listing names an entry that cannot be a key: \"" +
                                             name.substr(0, 64) + "\"");
       }
-      const Key child = *Key::parse(folder.empty() ? name : folder.str() + "/" + name);
+      const Key child = std::move(*as_key);
       if (info.type() == sp::RESOURCE_TYPE_CONTAINER) {
         if (auto r = list_folder(folder_path + "/" + name, child, false, depth + 1, out); !r) {
           return r;

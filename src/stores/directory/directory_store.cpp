@@ -752,9 +752,10 @@ class DirectoryStore final : public Store {
   }
 
   // Appends every document below the open folder `dir` (the key `base`) to
-  // `keys`. At the root the store's own files (names with '~') are skipped;
-  // any other name that is not a canonical segment fails the listing, since
-  // skipping it could hide a live record.
+  // `keys`. At the root the store's own files (names with '~') are skipped.
+  // Every other name is listed, canonical or not (Key::from_listing): the
+  // original guard judges every file under instances/ whatever its name, and
+  // skipping one could hide a live record.
   static Result<void> walk(const Context& ctx, UniqueFd dir, const Key& base, bool at_root,
                            std::vector<Key>& keys) {
     if (dir.get() < 0) return ctx.fail_errno(errno, "cannot open folder " + base.str());
@@ -773,13 +774,7 @@ class DirectoryStore final : public Store {
       if (name == "." || name == "..") continue;
       if (at_root && name.find('~') != std::string::npos) continue;
       const std::string rel = base.empty() ? name : base.str() + "/" + name;
-      if (!is_canonical_segment(name)) {
-        return ctx.fail(Errc::malformed,
-                        "found " + printable(rel) +
-                            ", which is not a key this store writes (not a canonical escaped "
-                            "segment); rename or remove it");
-      }
-      auto child = Key::parse(rel);
+      auto child = Key::from_listing(rel);
       if (!child) return ctx.fail(Errc::internal, "cannot form a key from " + printable(rel));
       auto added = visit(ctx, fd, name, *child, keys);
       if (!added) return added;

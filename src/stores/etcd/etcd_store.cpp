@@ -274,10 +274,10 @@ class EtcdStore final : public Store {
       if (!raw || !raw->starts_with(root)) {
         return fail(Errc::malformed, what + ": the reply holds a key outside the range");
       }
-      auto key = Key::parse(std::string_view(*raw).substr(root.size()));
+      auto key = Key::from_listing(std::string_view(*raw).substr(root.size()));
       if (!key || key->empty()) {
         return fail(Errc::malformed, what + ": etcd key \"" + printable(*raw) +
-                                         "\" is not an escaped instance-guard key");
+                                         "\" cannot be a key (an empty or dot segment, or a NUL byte)");
       }
       keys.push_back(std::move(*key));
     }

@@ -147,10 +147,10 @@ class PostgresStore final : public Store {
     std::vector<Key> keys;
     for (const Row& row : reply->rows) {
       if (row.empty() || !row[0]) return malformed("list", prefix, "a row without a key");
-      auto key = Key::parse(*row[0]);
+      auto key = Key::from_listing(*row[0]);
       if (!key || key->str() != *row[0]) {
-        return malformed("list", prefix, "the table holds a key that is not a canonical escaped "
-                                         "key: " + printable(*row[0]));
+        return malformed("list", prefix, "the table holds a key with an empty or dot segment or "
+                                         "a NUL byte: " + printable(*row[0]));
       }
       keys.push_back(std::move(*key));
     }

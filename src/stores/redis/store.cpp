@@ -184,8 +184,9 @@ class RedisStore final : public Store {
     std::vector<Key> keys;
     keys.reserve(names.size());
     for (const auto& name : names) {
-      auto key = name.starts_with(doc_ns_) ? Key::parse(std::string_view(name).substr(doc_ns_.size()))
-                                           : fail(Errc::malformed, "outside the prefix");
+      auto key = name.starts_with(doc_ns_)
+                     ? Key::from_listing(std::string_view(name).substr(doc_ns_.size()))
+                     : fail(Errc::malformed, "outside the prefix");
       if (!key || !key->is_under(prefix) || key->empty()) {
         return fail(Errc::malformed, what("list", prefix) + ": the server holds \"" +
                                          printable(name) + "\", which is not a document key of "

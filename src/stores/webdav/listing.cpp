@@ -121,9 +121,10 @@ Result<ListingEntry> parse_response(pugi::xml_node response,
   ListingEntry entry;
   for (std::size_t i = base_segments.size(); i < segments->size(); ++i) {
     auto& name = (*segments)[i];
-    if (!is_canonical_segment(name)) {
-      return malformed("href \"" + printable(href) + "\" names \"" + printable(name) +
-                       "\", which is not a name this store writes (hostile or foreign file)");
+    // Any other name is listed, canonical or not (Key::from_listing): every
+    // file under instances/ is a record to judge, as the original judges it.
+    if (name.find('\0') != std::string::npos) {
+      return malformed("href \"" + printable(href) + "\" names a NUL byte");
     }
     entry.names.push_back(std::move(name));
   }

@@ -167,7 +167,8 @@ class WebDavStore final : public Store {
     const auto names = key.escaped_segments();
     const std::size_t n = inclusive || names.empty() ? names.size() : names.size() - 1;
     for (std::size_t i = 0; i < n; ++i) {
-      out.push_back(*Key::parse(out.back().empty() ? names[i] : out.back().str() + "/" + names[i]));
+      out.push_back(
+          *Key::from_listing(out.back().empty() ? names[i] : out.back().str() + "/" + names[i]));
     }
     return out;
   }

@@ -62,7 +62,7 @@ Result<void> WebDavStore::list_folder(const Key& folder, bool top, std::size_t d
       return malformed(op, folder, "the reply names \"" + printable(join(entry.names)) +
                                        "\", which is not in the listed folder");
     }
-    auto key = Key::parse(join(entry.names));
+    auto key = Key::from_listing(join(entry.names));
     if (!key) return malformed(op, folder, key.error().message);
     if (entry.collection) {
       subfolders.push_back(std::move(*key));

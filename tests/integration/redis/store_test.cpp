@@ -1,6 +1,7 @@
 // The Redis store on a real redis-server: layout, hostile keys and data,
 // native leases with their epochs, concurrency, reconnection, a server that
 // is down, and credentials.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -84,6 +85,23 @@ TEST(RedisStore, AForeignKeyInTheNamespaceFailsTheListingLoudly) {
   ASSERT_FALSE(listed.has_value()) << "a listing must not drop what it cannot name";
   EXPECT_EQ(listed.error().code, Errc::malformed);
   EXPECT_NE(listed.error().message.find("\\x01"), std::string::npos) << listed.error().message;
+}
+
+TEST(RedisStore, AKeyThisStoreNeverWritesIsListedReadAndRemoved) {
+  // Every record under instances/ is judged, whatever its name.
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  const std::string prefix = RedisServer::fresh_prefix();
+  auto store = store_on(server, server.options(prefix));
+  ASSERT_TRUE(store->replace(key("instances/good"), "x"));
+  server.command({"HSET", prefix + "doc:instances/not canonical%", "data", "y", "ver", "v"});
+  auto listed = store->list(key("instances"));
+  ASSERT_TRUE(listed.has_value()) << listed.error().message;
+  const Key odd = Key::from_listing("instances/not canonical%").value();
+  EXPECT_THAT(*listed, ::testing::UnorderedElementsAre(key("instances/good"), odd));
+  EXPECT_EQ(store->get(odd)->data, "y");
+  EXPECT_TRUE(store->remove(odd));
+  EXPECT_FALSE(store->get(odd).has_value());
 }
 
 TEST(RedisStore, WrongTypesAndOversizedDocumentsAreMalformedAndLeftAlone) {

@@ -223,7 +223,7 @@ TEST_F(Faults, BodiesThatAreNotXmlAreMalformed) {
 TEST_F(Faults, HostileHrefsAreMalformedAndNothingIsDeleted) {
   for (const std::string_view href :
        {"/s/instances/..", "/s/instances/%2E%2E", "/s/instances/a%2Fb", "/s/instances/%2F",
-        "/s/instances/\xff\xfe", "/s/instances/%FF", "/other/instances/a", "/",
+        "/s/instances/a%00b", "/other/instances/a", "/",
         "http://elsewhere.example/other/a", "/s/instances/a/../../../etc/passwd",
         "/s/elsewhere/a"}) {
     SCOPED_TRACE(href);

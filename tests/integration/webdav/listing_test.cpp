@@ -64,6 +64,31 @@ TEST(Listing, FullUrlsAndEncodedNamesAreDecoded) {
   EXPECT_EQ(joined(*entries), (std::vector<std::string>{"/", "instances/", "x%2Fy", "%2E%2E"}));
 }
 
+TEST(Listing, NamesThatAreNotCanonicalAreListedAsTheyAre) {
+  // Every file under instances/ is a record to judge, whatever its name, as
+  // the original guard judges it: a foreign name never fails the listing.
+  auto entries = parse_multistatus(
+      reply("xmlns:D=\"DAV:\"", "D",
+            {{"/dav/spaces/a%24b/state/a%20b", false},
+             {"/dav/spaces/a%24b/state/%2541", false},
+             {"/dav/spaces/a%24b/state/%FF%FE", false},
+             {"/dav/spaces/a%24b/state/x~y", false}}),
+      kBase);
+  ASSERT_TRUE(entries.has_value()) << entries.error().message;
+  EXPECT_EQ(joined(*entries), (std::vector<std::string>{"a b", "%41", "\xFF\xFE", "x~y"}));
+}
+
+TEST(Listing, EntitiesAreNeverExpanded) {
+  // A DOCTYPE's entities stay unexpanded (no entity bomb): "&b;" is a name.
+  auto entries = parse_multistatus(
+      R"(<!DOCTYPE d [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]>)"
+      R"(<D:multistatus xmlns:D="DAV:"><D:response><D:href>/s/&b;</D:href>)"
+      R"(</D:response></D:multistatus>)",
+      {"s"});
+  ASSERT_TRUE(entries.has_value()) << entries.error().message;
+  EXPECT_EQ(joined(*entries), (std::vector<std::string>{"&b;"}));
+}
+
 TEST(Listing, ItemsStillProcessingAreListed) {
   // OpenCloud answers a propstat "425 TOO EARLY" for an upload in progress.
   const std::string body =
@@ -111,9 +136,6 @@ INSTANTIATE_TEST_SUITE_P(
         Hostile{"dot", one("/s/./x")},
         Hostile{"encoded_slash", one("/s/a%2Fb")},
         Hostile{"encoded_slash_lower", one("/s/a%2fb")},
-        Hostile{"non_utf8_encoded", one("/s/%FF%FE")},
-        Hostile{"non_utf8_raw", one("/s/\xFF\xFE")},
-        Hostile{"space", one("/s/a%20b")},
         Hostile{"nul", one("/s/a%00b")},
         Hostile{"bad_escape", one("/s/a%G0")},
         Hostile{"truncated_escape", one("/s/a%2")},
@@ -122,12 +144,7 @@ INSTANTIATE_TEST_SUITE_P(
         Hostile{"parent_of_base", one("/")},
         Hostile{"relative", one("x")},
         Hostile{"query", one("/s/x?a=b")},
-        Hostile{"empty_segment", one("/s//x")},
-        Hostile{"not_canonical_escape", one("/s/%2541")},
-        Hostile{"entity_bomb",
-                R"(<!DOCTYPE d [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]>)"
-                R"(<D:multistatus xmlns:D="DAV:"><D:response><D:href>/s/&b;</D:href>)"
-                R"(</D:response></D:multistatus>)"}),
+        Hostile{"empty_segment", one("/s//x")}),
     [](const auto& param_info) { return param_info.param.name; });
 
 }  // namespace
