@@ -20,8 +20,13 @@ jobs=$(nproc)
 passes=("$@")
 ((${#passes[@]})) || passes=(asan tsan)
 
+# -O1 with line tables only (-g1): the reports keep file:line stacks, and
+# the build costs less than half of -O2 -g under the sanitizers.
+flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+       -DINSTANCE_WERROR=ON)
+
 asan() {
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINSTANCE_WERROR=ON \
+  cmake -S . -B build-asan "${flags[@]}" \
     -DINSTANCE_SANITIZE=address,undefined -DINSTANCE_SIM_SEEDS="${SANITIZE_SIM_SEEDS:-30}"
   cmake --build build-asan -j"$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
@@ -32,8 +37,12 @@ asan() {
 }
 
 tsan() {
-  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINSTANCE_WERROR=ON \
-    -DINSTANCE_SANITIZE=thread
+  # Only what the threaded tests below link: the core, the local stores and
+  # the test executables; no remote store, benchmark or simulator.
+  cmake -S . -B build-tsan "${flags[@]}" -DINSTANCE_SANITIZE=thread \
+    -DINSTANCE_WITH_WEBDAV=OFF -DINSTANCE_WITH_ETCD=OFF -DINSTANCE_WITH_CS3=OFF \
+    -DINSTANCE_WITH_POSTGRES=OFF -DINSTANCE_WITH_REDIS=OFF -DINSTANCE_BUILD_BENCH=OFF \
+    -DINSTANCE_BUILD_SIM=OFF
   cmake --build build-tsan -j"$jobs" --target unit_tests race_tests
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
   build-tsan/tests/unit_tests \
