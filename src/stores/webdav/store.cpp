@@ -81,11 +81,10 @@ Result<std::string> WebDavStore::write(std::string_view op, const Key& key, std:
     if (auto made = make_folders(key); !made) return std::unexpected(made.error());
   }
   Sent sent = send(request);
-  for (int pass = 0; pass < 2 && sent.response.transport_ok() && sent.response.status == 409;
-       ++pass) {
-    // A missing folder (mod_dav, lighttpd and ocdav all answer 409): create
-    // the ones we do not know; the second time, also those we thought existed
-    // (removed behind our back).
+  for (int pass = 0; pass < 2 && parent_missing(sent.response, condition); ++pass) {
+    // A missing folder (mod_dav, lighttpd and ocdav answer 409, rclone and
+    // sabre/dav 404): create the ones we do not know; the second time, also
+    // those we thought existed (removed behind our back).
     if (pass == 1) forget_folders();
     if (auto made = make_folders(key); !made) return std::unexpected(made.error());
     sent = send(request);
@@ -124,7 +123,7 @@ Result<void> WebDavStore::make_folders(const Key& key) {
         remember_folders(folder, true);
         continue;
       }
-      if (r.transport_ok() && r.status == 409) {
+      if (parent_missing(r, {})) {  // MKCOL: 409 by RFC 4918; 404 on some servers
         if (folder.empty()) {
           return fail(Errc::not_found, "create folder at " + where_ +
                                            ": the parent folder of the store URL does not exist");

@@ -46,6 +46,14 @@ struct Condition {
   std::string_view version;
 };
 
+// Whether a PUT's answer says a folder above it is missing: 409 (RFC 4918:
+// mod_dav, lighttpd, ocdav), or 404 (rclone, sabre/dav), which a PUT
+// otherwise gives only for If-Match on an absent document.
+inline bool parent_missing(const HttpResponse& r, Condition condition) {
+  return r.transport_ok() &&
+         (r.status == 409 || (r.status == 404 && condition.kind != Condition::match));
+}
+
 // A version this store could have handed out: an ETag is non-empty printable
 // ASCII. Anything else cannot match (and must never reach a header).
 inline bool plausible_version(std::string_view version) {
@@ -90,6 +98,10 @@ class WebDavStore final : public Store {
   Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override;
   Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
   Result<void> unlock(const Key& key, std::string_view token) override;
+  // The LOCK reply's timeout (a server may grant its own: nginx's lock zone).
+  Duration lock_granted(const Key&, std::string_view token) override {
+    return grants_.granted(token);
+  }
 
  private:
   // The final answer to a request after retries.
@@ -218,7 +230,7 @@ class WebDavStore final : public Store {
   std::atomic<bool> if_none_match_honoured_{false};
 
   std::atomic<bool> skew_warned_{false};
-  std::atomic<bool> short_timeout_warned_{false};
+  LockGrants grants_;  // what each lock token was granted (lock_granted)
 };
 
 }  // namespace instance::webdav
