@@ -55,6 +55,9 @@ struct Capabilities {
   bool native_lease = false;
   // Expiry is judged on the store's clock, not the client's.
   bool server_clock = false;
+  // False when the store did not find out (opened read-only: it would have
+  // had to write to probe); every flag above is then false.
+  bool probed = true;
 };
 
 class INSTANCE_EXPORT Store {

@@ -119,6 +119,19 @@ class WebDavStore final : public Store {
   Result<void> erase(std::string_view op, const Key& key, Condition condition);
   Result<void> list_folder(const Key& folder, bool top, std::size_t depth, std::vector<Key>& out);
   Result<void> make_folders(const Key& key);
+  // Before the first write: the base folder exists, or its parent does (the
+  // base is then made on demand), or create_path makes the missing ones; a
+  // missing parent is refused (Errc::invalid) naming it. Free once the base
+  // is known, and for a base directly under the server's root.
+  Result<void> ensure_base();
+  // PROPFIND Depth 0 of a folder URL: the status, 0 when not reached.
+  long folder_status(const std::string& url);
+  // Errc::permission when opened read-only (options_.read_only).
+  Result<void> check_writable(std::string_view op, const Key& key) const {
+    if (!options_.read_only) return {};
+    return fail(Errc::permission, what(op, key) + " at " + where_ +
+                                      ": the store was opened read-only and never writes");
+  }
   // Probes once (probe_mu_ held); an error only when the server could not be
   // asked (then the next call probes again).
   Result<Capabilities> probe_locked();
@@ -230,6 +243,7 @@ class WebDavStore final : public Store {
   std::atomic<bool> if_none_match_honoured_{false};
 
   std::atomic<bool> skew_warned_{false};
+  std::atomic<bool> base_checked_{false};  // ensure_base found nothing to refuse
   LockGrants grants_;  // what each lock token was granted (lock_granted)
 };
 

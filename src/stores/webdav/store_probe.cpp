@@ -35,6 +35,10 @@ Result<Capabilities> WebDavStore::probe_locked() {
                                  .native_lease = true, .server_clock = true};
     return *capabilities_;
   }
+  if (options_.read_only) {  // the probe writes: not learnt
+    capabilities_ = Capabilities{.probed = false};
+    return *capabilities_;
+  }
   // A scratch document under a folder of its own, so listings of real
   // prefixes never see it.
   std::random_device rd;

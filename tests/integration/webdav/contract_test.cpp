@@ -13,7 +13,11 @@ std::shared_ptr<Store> on(WebDavServer& server) {
 INSTANTIATE_TEST_SUITE_P(
     WebDav, StoreContract,
     ::testing::Values(StoreFactory{"apache", [] { return on(WebDavServer::apache()); }},
-                      StoreFactory{"lighttpd", [] { return on(WebDavServer::lighttpd()); }}),
+                      StoreFactory{"lighttpd", [] { return on(WebDavServer::lighttpd()); }},
+                      // No conditional writes (If-Match ignored): the plain part.
+                      StoreFactory{"nginx", [] { return on(WebDavServer::nginx()); }},
+                      StoreFactory{"rclone", [] { return on(WebDavServer::rclone()); }},
+                      StoreFactory{"sabredav", [] { return on(WebDavServer::sabredav()); }}),
     [](const auto& param_info) { return param_info.param.name; });
 
 }  // namespace

@@ -233,7 +233,10 @@ TEST_P(Lease, ConcurrentLocksHaveExactlyOneWinner) {
 
 INSTANTIATE_TEST_SUITE_P(Servers, Lease,
                          ::testing::Values(Peer{"apache", &WebDavServer::apache},
-                                           Peer{"lighttpd", &WebDavServer::lighttpd}),
+                                           Peer{"lighttpd", &WebDavServer::lighttpd},
+                                           Peer{"nginx", &WebDavServer::nginx},
+                                           Peer{"rclone", &WebDavServer::rclone},
+                                           Peer{"sabredav", &WebDavServer::sabredav}),
                          [](const auto& param_info) { return param_info.param.name; });
 
 // ------------------------------------------------------------ the probe
