@@ -12,6 +12,7 @@ source "$(dirname "$0")/webdav_lib.sh"
 for server in rclone sabredav; do
   start_server "$server" "$server.sh"
   base="webdav://${URL#http://}"
+  [[ $server == rclone ]] && rclone_base=$base
   run_guard run --mode verify --store "$base/fresh" --id v -- bash -c 'echo verified'
   expect_exit 0 "$server: --mode verify in a fresh folder"
   grep -q verified "$WORK/last.out" || fail "$server: the command did not run"
@@ -21,6 +22,7 @@ done
 
 # rclone is still running: status is read-only, the path must exist.
 root=$WORK/rclone/root
+base=$rclone_base
 run_guard status --store "$base/unseen"
 expect_exit 0 "status of a store folder that does not exist"
 grep -q 'not probed' "$WORK/last.out" || fail "status does not say it did not probe: $(cat "$WORK/last.out")"
@@ -36,7 +38,7 @@ ok "a store URL under a missing folder is refused (78) naming it"
 
 run_guard run --store "$base/made/by/flag" --create-path --id a -- bash -c 'echo ran'
 expect_exit 0 "--create-path"
-[[ -d $root/made/by/flag/instances || -d $root/made/by/flag ]] || fail "--create-path made no folders"
+[[ -d $root/made/by/flag ]] || fail "--create-path made no folders"
 INSTANCE_GUARD_CREATE_PATH=1 run_guard run --store "$base/made2/deep" --id a -- bash -c 'echo ran'
 expect_exit 0 "INSTANCE_GUARD_CREATE_PATH=1"
 [[ -d $root/made2/deep ]] || fail "INSTANCE_GUARD_CREATE_PATH made no folders"

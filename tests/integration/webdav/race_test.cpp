@@ -73,7 +73,7 @@ std::vector<Case> cases() {
     // ttl/3 = 10 s is longer than nginx's 4 s lock zone: the guard must renew
     // on the grant. max-skew 1 s lets a 4 s grant pass (it must be 3 s).
     out.push_back({"nginx", m, 100, seconds(30), seconds(1)});
-    out.push_back({"rclone", m, 100});
+    out.push_back({"rclone", m, 50});
     out.push_back({"sabredav", m, 15});
   }
   return out;
