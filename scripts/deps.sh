@@ -25,6 +25,11 @@ PACKAGES=(
   apache2-bin           # WebDAV test server (mod_dav)
   lighttpd              # WebDAV test server
   lighttpd-mod-webdav
+  nginx                 # WebDAV test server (its own lock timeout; no conditional writes)
+  libnginx-mod-http-dav-ext  # nginx: PROPFIND, OPTIONS, LOCK and UNLOCK
+  rclone                # WebDAV test server (rclone serve webdav: 404 for a missing folder)
+  php-cli               # WebDAV test server: sabre/dav under php -S
+  php-sabre-dav
   etcd-server           # etcd store test server (tests/integration/servers/etcd.sh)
   etcd-client           # etcdctl: the etcd test server's auth setup
   curl

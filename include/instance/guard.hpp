@@ -20,7 +20,11 @@
 // announce, it is lost when a renewal finds it was taken (a failed
 // compare-and-set, a collision seen by a renewal scan) or when no renewal has
 // succeeded for ttl - max_skew on the monotonic clock; on_lost is then called
-// once. stand_down() stops renewing and gives the claim up so a successor
+// once. On a store's native lease the store's grant counts
+// (Store::lock_granted): a shorter grant sets the period (grant/3) and the
+// deadline (grant - max_skew); a grant under 3 x max_skew (or 1 s) is refused
+// at the claim (Errc::invalid) and loses the claim at a refresh; a longer
+// grant is the expiry the lease document and record show. stand_down() stops renewing and gives the claim up so a successor
 // starts at once. Reclaiming with one's own id is allowed (a restart).
 //
 // Thread safety: a Guard may be used from several threads; a Claim's

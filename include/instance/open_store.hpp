@@ -44,6 +44,15 @@ struct OpenOptions {
   bool insecure = false;                 // skip TLS verification (warned about)
   // Lease length the guard will use; stores use it to judge clock skew.
   std::chrono::nanoseconds ttl = std::chrono::minutes(2);
+  // The caller only reads (`status`): the store never writes, so it neither
+  // creates folders nor probes its capabilities by writing (capabilities()
+  // then answers probed = false where it would have had to).
+  bool read_only = false;
+  // Remote stores with folders (WebDAV): create every missing folder of the
+  // store URL's path. Without it, a store URL whose parent folder does not
+  // exist (a misspelled space or path) is refused; the store's own folder is
+  // created on first use either way.
+  bool create_path = false;
   // Environment lookup for credentials and settings; ::getenv when empty.
   std::function<std::optional<std::string>(std::string_view)> getenv;
 };

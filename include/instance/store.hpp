@@ -20,7 +20,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +55,9 @@ struct Capabilities {
   bool native_lease = false;
   // Expiry is judged on the store's clock, not the client's.
   bool server_clock = false;
+  // False when the store did not find out (opened read-only: it would have
+  // had to write to probe); every flag above is then false.
+  bool probed = true;
 };
 
 class INSTANCE_EXPORT Store {
@@ -115,6 +120,32 @@ class INSTANCE_EXPORT Store {
   // none (the default): the guard then counts epochs in its lease document
   // alone. Sends no request.
   virtual std::uint64_t lock_epoch(const Key& key, std::string_view token);
+  // lock_granted: how long the store said it holds the lock behind `token`
+  // (from lock() or refresh_lock() of `key` on this store), counted from that
+  // request, for the last of those calls that succeeded: what the store
+  // granted, which may be shorter or longer than the ttl asked (a WebDAV
+  // server's own lock timeout, an etcd lease's minimum TTL). kForever when
+  // it never expires on its own; Duration::zero() when the store holds it
+  // exactly as long as asked (the default). Sends no request. The guard
+  // renews and self-fences on what was granted (guard.hpp).
+  virtual Duration lock_granted(const Key& key, std::string_view token);
+};
+
+// lock_granted() of a lock that never expires on its own.
+inline constexpr Duration kForever = Duration::max();
+
+// For store implementations: what each lock token was granted, for
+// lock_granted(). Thread-safe. A token is forgotten at unlock (forget()).
+class INSTANCE_EXPORT LockGrants {
+ public:
+  void remember(std::string_view token, Duration granted);
+  void forget(std::string_view token);
+  // Duration::zero() for a token not remembered.
+  Duration granted(std::string_view token) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, Duration, std::less<>> grants_;
 };
 
 // Forwards every call to a target store, so a wrapper (fault injection,
@@ -137,6 +168,7 @@ class INSTANCE_EXPORT StoreWrapper : public Store {
   Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
   Result<void> unlock(const Key& key, std::string_view token) override;
   std::uint64_t lock_epoch(const Key& key, std::string_view token) override;
+  Duration lock_granted(const Key& key, std::string_view token) override;
 
  protected:
   Store& target() const noexcept { return *target_; }

@@ -21,14 +21,18 @@ namespace {
 
 // Opens the store the flags name. Status and release have no command to name
 // the default folder after, so they need --store, INSTANCE_GUARD_STORE or --name.
+// `read_only`: the store never writes (status).
 std::expected<std::shared_ptr<Store>, int> open_from_flags(const StoreFlags& flags, Logger& log,
-                                                           const std::shared_ptr<Logger>& logger) {
+                                                           const std::shared_ptr<Logger>& logger,
+                                                           bool read_only = false) {
   auto url = resolve_store_url(flags, "", process_environment());
   if (!url) {
     log.error(url.error().message);
     return std::unexpected(url.error().exit_code);
   }
-  auto store = open_store(*url, open_options(flags, logger, std::nullopt));
+  auto options = open_options(flags, logger, std::nullopt);
+  options.read_only = read_only;
+  auto store = open_store(*url, options);
   if (!store) {
     log.error(store.error().message, {{"store", redact_url(*url)}});
     return std::unexpected(exit_code_for(store.error().code));
@@ -102,8 +106,14 @@ void print_table(const std::vector<InstanceEntry>& entries, WallTime now) {
 }
 
 // "mode: exclusive (auto): mutual exclusion by ..." for `run --mode` on this
-// store, then "expiry judged by: ..."; the store may be probed.
+// store, then "expiry judged by: ..."; a store that would have to write to
+// learn its capabilities (opened read-only) is not probed, and says so.
 std::string mode_lines(const std::shared_ptr<Store>& store, Mode requested) {
+  if (!store->capabilities().probed) {
+    return "mode: " + std::string(to_string(requested)) +
+           ": decided by `run` (capabilities: not probed: status is read-only, and this store "
+           "is probed by writing)";
+  }
   GuardOptions options;
   options.mode = requested;
   auto guard = Guard::create(store, std::move(options));
@@ -126,7 +136,7 @@ int status_command(const StatusArgs& args, const std::shared_ptr<Logger>& logger
     log.error(requested.error().message);
     return requested.error().exit_code;
   }
-  auto store = open_from_flags(args.store, log, logger);
+  auto store = open_from_flags(args.store, log, logger, /*read_only=*/true);
   if (!store) return store.error();
   const WallTime now = system_clock()->wall();
   auto entries = list_instances(**store, now);

@@ -181,6 +181,11 @@ OpenOptions open_options(const StoreFlags& flags, std::shared_ptr<Logger> logger
   options.token_file = flags.token_file;
   options.ca_file = flags.ca_file;
   options.insecure = flags.insecure;
+  options.create_path = flags.create_path;
+  if (const auto env = process_environment()("INSTANCE_GUARD_CREATE_PATH")) {
+    options.create_path = options.create_path || *env == "1" || *env == "true" ||
+                          *env == "yes" || *env == "on";
+  }
   if (ttl) options.ttl = *ttl;
   return options;
 }

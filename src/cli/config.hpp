@@ -30,6 +30,7 @@ struct StoreFlags {
   std::string token_file;            // --token-file
   std::string ca_file;               // --ca-file
   bool insecure = false;             // --insecure
+  bool create_path = false;          // --create-path (or INSTANCE_GUARD_CREATE_PATH=1)
 };
 
 // Looks up an environment variable; nullopt when unset or empty.
@@ -91,6 +92,8 @@ bool is_usable_name(std::string_view name) noexcept;
 std::string command_basename(std::string_view command);
 
 // OpenOptions from the credential flags. Only file names are copied.
+// create_path: --create-path, or INSTANCE_GUARD_CREATE_PATH set to 1, true,
+// yes or on (from the process environment).
 OpenOptions open_options(const StoreFlags& flags, std::shared_ptr<Logger> logger,
                          std::optional<Duration> ttl);
 

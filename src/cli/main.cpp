@@ -38,6 +38,10 @@ void add_store_flags(CLI::App& app, StoreFlags& flags) {
   creds->add_option("--ca-file", flags.ca_file, "Extra CA bundle for TLS")
       ->check(CLI::ExistingFile);
   creds->add_flag("--insecure", flags.insecure, "Skip TLS certificate verification");
+  app.add_flag("--create-path", flags.create_path,
+               "WebDAV: create every missing folder of the store URL's path (without it, a "
+               "store URL whose parent folder is missing is refused) "
+               "[env: INSTANCE_GUARD_CREATE_PATH=1]");
 }
 
 struct LogFlags {

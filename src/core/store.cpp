@@ -30,6 +30,28 @@ Result<void> Store::unlock(const Key& key, std::string_view) {
 
 std::uint64_t Store::lock_epoch(const Key&, std::string_view) { return 0; }
 
+Duration Store::lock_granted(const Key&, std::string_view) { return Duration::zero(); }
+
+void LockGrants::remember(std::string_view token, Duration granted) {
+  std::lock_guard lock(mu_);
+  if (auto it = grants_.find(token); it != grants_.end()) {
+    it->second = granted;
+  } else {
+    grants_.emplace(std::string(token), granted);
+  }
+}
+
+void LockGrants::forget(std::string_view token) {
+  std::lock_guard lock(mu_);
+  if (auto it = grants_.find(token); it != grants_.end()) grants_.erase(it);
+}
+
+Duration LockGrants::granted(std::string_view token) const {
+  std::lock_guard lock(mu_);
+  const auto it = grants_.find(token);
+  return it == grants_.end() ? Duration::zero() : it->second;
+}
+
 StoreWrapper::StoreWrapper(std::shared_ptr<Store> target) : target_(std::move(target)) {}
 
 std::string StoreWrapper::describe() const { return target_->describe(); }
@@ -62,6 +84,9 @@ Result<void> StoreWrapper::unlock(const Key& key, std::string_view token) {
 }
 std::uint64_t StoreWrapper::lock_epoch(const Key& key, std::string_view token) {
   return target_->lock_epoch(key, token);
+}
+Duration StoreWrapper::lock_granted(const Key& key, std::string_view token) {
+  return target_->lock_granted(key, token);
 }
 
 }  // namespace instance

@@ -14,6 +14,10 @@
 //            etcd revision, a PostgreSQL sequence, a Redis INCR) when that
 //            is larger.
 //   renew    refresh the lock (refused -> lost), then the document.
+//   The store's grant (Store::lock_granted) may differ from the ttl asked:
+//   renewals and self-fencing follow the shorter of the two (guard.cpp), a
+//   grant too short to renew safely refuses the claim (or loses it on a
+//   refresh), and the lease and record carry the longer as their expiry.
 //   release  mark the document released, unlock.
 // Without a native lease, compare-and-set on the document decides:
 //   acquire  read the lease. Held by a live other (expiry + max_skew not yet
@@ -139,7 +143,6 @@ class Exclusive final : public Protocol {
 
   Renewal renew(const Context& ctx, Holding& held) override {
     const WallTime now = ctx.clock.wall();
-    Lease lease = ours(ctx, *held.epoch, now);
     if (native_) {
       if (auto refreshed = ctx.store.refresh_lock(lock_key(), held.lock_token, ctx.options.ttl);
           !refreshed) {
@@ -149,6 +152,17 @@ class Exclusive final : public Protocol {
         }
         return {Renewal::failed, refreshed.error()};
       }
+      // The refresh may come back with a different grant: renew on it, or
+      // give the claim up when it leaves no room to renew safely.
+      const Duration granted = ctx.store.lock_granted(lock_key(), held.lock_token);
+      if (auto usable = check_grant(ctx.options, granted, ctx.store.describe()); !usable) {
+        return {Renewal::lost, Error{Errc::lost, "a lock refresh was granted too short to hold "
+                                                 "safely: " + usable.error().message}};
+      }
+      held.granted = granted;
+    }
+    Lease lease = ours(ctx, *held.epoch, now, held.granted);
+    if (native_) {
       if (auto version = write_lease(ctx, lease, held.lease_version); version) {
         held.lease_version = std::move(*version);
       } else {
@@ -179,7 +193,7 @@ class Exclusive final : public Protocol {
   }
 
   Result<void> release(const Context& ctx, Holding& held) override {
-    Lease lease = ours(ctx, *held.epoch, ctx.clock.wall());
+    Lease lease = ours(ctx, *held.epoch, ctx.clock.wall(), held.granted);
     lease.released = true;
     auto version = write_lease(ctx, lease, held.lease_version);
     Result<void> outcome;
@@ -228,6 +242,13 @@ class Exclusive final : public Protocol {
       (void)ctx.store.unlock(lock_key(), held.lock_token);
       return std::unexpected(std::move(why));
     };
+    // The store may hold the lock for less (nginx's lock zone) or more than
+    // the ttl asked: the guard renews on what was granted, and refuses a
+    // grant too short to renew before it lapses.
+    held.granted = ctx.store.lock_granted(lock_key(), held.lock_token);
+    if (auto usable = check_grant(ctx.options, held.granted, ctx.store.describe()); !usable) {
+      return give_up(failure(Errc::invalid, usable.error().message));
+    }
     std::uint64_t epoch = 1;
     std::string version;
     std::string previous;  // the last holder: its lock is gone, so its record no longer counts
@@ -257,7 +278,7 @@ class Exclusive final : public Protocol {
                           .blocks = [&](const Record& r) { return r.id != previous; }};
     if (auto clear = scan_others(ctx, stop, rules); !clear) return give_up(clear.error());
 
-    const Lease lease = ours(ctx, epoch, ctx.clock.wall());
+    const Lease lease = ours(ctx, epoch, ctx.clock.wall(), held.granted);
     auto written = version.empty() ? ctx.store.replace(lease_key(), encode(lease))
                                    : write_lease(ctx, lease, version);
     if (!written) {
@@ -269,9 +290,13 @@ class Exclusive final : public Protocol {
     return finish(ctx, std::move(held));
   }
 
-  static Lease ours(const Context& ctx, std::uint64_t epoch, WallTime now) {
+  // Our lease document; its expiry is the ttl, or the store's lock grant
+  // when longer (the store keeps the lock that long: nobody may be told the
+  // lease expired before).
+  static Lease ours(const Context& ctx, std::uint64_t epoch, WallTime now,
+                    Duration granted = Duration::zero()) {
     return Lease{.holder = ctx.options.id, .epoch = epoch,
-                 .expires_at = now + ctx.options.ttl, .host = ctx.self.host,
+                 .expires_at = now + held_for(ctx.options, granted), .host = ctx.self.host,
                  .pid = ctx.self.pid, .boot_id = ctx.self.boot_id, .pid_ns = ctx.self.pid_ns};
   }
 
@@ -325,6 +350,7 @@ class Exclusive final : public Protocol {
   std::expected<Holding, ClaimError> finish(const Context& ctx, Holding held) {
     const WallTime now = ctx.clock.wall();
     held.record = our_record(ctx, now, "");
+    held.record.expires_at = now + held_for(ctx.options, held.granted);
     if (auto written = ctx.store.replace(ctx.record_key, encode_record(held.record)); !written) {
       const Error error = written.error();
       (void)release(ctx, held);

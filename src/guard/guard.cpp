@@ -67,12 +67,15 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     return Context{*store, *options->clock, *options->logger, *options, key, self, mode};
   }
   Logger& log() const { return *options->logger; }
-  Duration period() const { return options->ttl / 3; }
+  // The window our claim is good for after a successful write: the ttl, or
+  // what the store granted when less (requires mu).
+  Duration window() const { return lease_window(*options, held.granted); }
+  Duration period() const { return window() / 3; }  // requires mu
   // The write that succeeded started no later than `since`; our record and
-  // lease are good until since + ttl on our clock, and others may judge them
-  // max_skew early.
+  // lease are good until since + window on our clock, and others may judge
+  // them max_skew early (requires mu).
   MonoTime deadline_after(MonoTime since) const {
-    return since + options->ttl - *options->max_skew;
+    return since + window() - *options->max_skew;
   }
 
   void start(MonoTime acquired_since) {  // requires mu
@@ -99,8 +102,13 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     std::unique_lock lock(mu);
     if (status != ClaimStatus::held) return;
     if (options->clock->monotonic() < deadline) return;  // renewed meanwhile
-    lose(lock, Error{Errc::lost, "no renewal succeeded for ttl - max-skew (" +
-                                     format_duration(options->ttl - *options->max_skew) +
+    lose(lock, Error{Errc::lost, "no renewal succeeded for " +
+                                     std::string(held.granted > Duration::zero() &&
+                                                         held.granted < options->ttl
+                                                     ? "the store's lock grant"
+                                                     : "ttl") +
+                                     " - max-skew (" +
+                                     format_duration(window() - *options->max_skew) +
                                      "); another instance may take over now"});
     // A renewal may be stuck holding `io`; it withdraws our record when it
     // returns. Otherwise do it now.
@@ -128,6 +136,11 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     if (status != ClaimStatus::held) return;  // stood down meanwhile
     switch (r.outcome) {
       case Renewal::renewed:
+        if (work.granted != held.granted) {
+          log().info("the store's lock grant changed; renewing on the new one",
+                     {{"id", id}, {"granted", format_duration(work.granted)},
+                      {"was", format_duration(held.granted)}});
+        }
         held = std::move(work);
         log().debug("renewed", {{"id", id}, {"expires_at", format_rfc3339(held.record.expires_at)}});
         if (protocol->detects_loss()) {
@@ -225,6 +238,28 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     return status == s;
   }
 };
+
+Duration lease_window(const GuardOptions& options, Duration granted) {
+  return granted > Duration::zero() ? std::min(options.ttl, granted) : options.ttl;
+}
+
+Duration held_for(const GuardOptions& options, Duration granted) {
+  constexpr Duration kLongest = std::chrono::hours(24 * 3653);
+  return std::max(options.ttl, std::min(granted, kLongest));
+}
+
+Result<void> check_grant(const GuardOptions& options, Duration granted, std::string_view store) {
+  if (granted <= Duration::zero() || granted >= options.ttl) return {};
+  const Duration least = std::max<Duration>(*options.max_skew * 3, std::chrono::seconds(1));
+  if (granted >= least) return {};
+  return fail(Errc::invalid,
+              std::string(store) + " granted its lock for only " + format_duration(granted) +
+                  " (ttl " + format_duration(options.ttl) + " asked): too short to renew "
+                  "before it lapses with max-skew " + format_duration(*options.max_skew) +
+                  "; a grant must be at least " + format_duration(least) +
+                  " (3 x max-skew, and 1 s): lengthen the server's lock timeout or lower "
+                  "--max-skew");
+}
 
 }  // namespace detail
 
@@ -387,6 +422,14 @@ std::expected<Claim, ClaimError> Guard::claim(std::stop_token stop) {
                                {"mode", std::string(to_string(*mode))},
                                {"guarantee", std::string(state->protocol->guarantee())},
                                {"ttl", format_duration(options_->ttl)}};
+  {
+    std::lock_guard lock(state->mu);
+    if (state->held.granted > Duration::zero() && state->held.granted != options_->ttl) {
+      // The store holds the lock for its own timeout, not the ttl asked.
+      fields.push_back({"granted", format_duration(state->held.granted)});
+      fields.push_back({"renew_every", format_duration(state->period())});
+    }
+  }
   if (state->epoch) fields.push_back({"epoch", std::to_string(*state->epoch)});
   options_->logger->log(LogLevel::info, "claimed", fields);
   return Claim(std::move(state));

@@ -38,7 +38,27 @@ struct Holding {
   std::string lease_version;          // exclusive: the lease's version we wrote
   std::optional<std::uint64_t> epoch;  // exclusive: the fencing epoch
   std::string lock_token;             // exclusive on a native lease: our lock
+  // exclusive on a native lease: how long the store said it holds our lock
+  // (Store::lock_granted at the last lock or refresh); zero: the ttl asked.
+  Duration granted{0};
 };
+
+// How long a claim stays good on our clock after a successful write or
+// refresh: the ttl, or the store's grant when that is shorter. The guard
+// renews every window/3 and self-fences at window - max_skew.
+Duration lease_window(const GuardOptions& options, Duration granted);
+
+// How long others must treat the claim as held after a write at `now`: the
+// ttl, or the store's grant when that is longer (the store keeps the lock
+// until then, so a lease or record claiming less would be read as expired
+// while it is still held). A grant of kForever counts as 10 years.
+Duration held_for(const GuardOptions& options, Duration granted);
+
+// Errc::invalid, naming the grant, when a grant leaves no room to renew
+// safely: the self-fencing window (grant - max_skew) must hold two renewal
+// periods (grant/3 each), so the grant must be at least 3 * max_skew, and
+// at least 1 s.
+Result<void> check_grant(const GuardOptions& options, Duration granted, std::string_view store);
 
 struct Renewal {
   enum Outcome { renewed, failed, lost } outcome = renewed;

@@ -24,6 +24,9 @@ struct StoreFactory {
   // Optional: why this store cannot be tested on this machine (its server's
   // package is not installed), or empty. Only for a missing server binary.
   std::function<std::string()> skip_reason;
+  // False for a server that hides names starting with '.' from its listings
+  // (nginx's dav_ext): the hostile-name round trip cannot list them.
+  bool lists_dot_names = true;
   friend void PrintTo(const StoreFactory& f, std::ostream* os) { *os << f.name; }
 };
 

@@ -8,44 +8,6 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/webdav_lib.sh"
 
-# The directory-store behaviour, on a WebDAV URL. $1: server name, $2: the
-# folder on disk the server serves, $3: store URL.
-check_run() {
-  local name=$1 root=$2 store=$3 first
-  start_guard "$name-first" run --store "$store" --id first -- bash -c "$(sleeper "$name-first")"
-  first=$LAST_PID
-  wait_until 10 test -f "$WORK/$name-first.started" ||
-    fail "$name: the first guard's child did not start: $(cat "$WORK/$name-first.err")"
-
-  run_guard run --store "$store" --id second -- bash -c 'echo second ran'
-  expect_exit 75 "$name: second run beside a live first"
-  grep -q 'another instance of this service is running' "$WORK/last.err" || fail "$name: no refusal message"
-  grep -q 'holder_id=first' "$WORK/last.err" || fail "$name: refusal does not name the first"
-  [[ ! -s $WORK/last.out ]] || fail "$name: the second command ran"
-  ok "$name: second run refused in ${ELAPSED_MS} ms"
-
-  local record=$root/instances/first
-  [[ -f $record ]] || fail "$name: no record at $record"
-  jq -e '.id == "first" and (.started_at | test("Z$")) and (.expires_at | test("Z$"))' "$record" \
-    >/dev/null || fail "$name: record not in the original's shape: $(cat "$record")"
-  ok "$name: the record is on the server in the original's shape"
-
-  kill -TERM "$first"
-  wait_exit "$first" 10
-  [[ $EXIT_CODE == 143 ]] || fail "$name: first guard exited $EXIT_CODE, expected 143"
-  [[ ! -e $record ]] || fail "$name: the first's record is still there"
-
-  run_guard run --store "$store" --id second -- bash -c 'echo second ran'
-  expect_exit 0 "$name: second run after the first stood down"
-  grep -q 'second ran' "$WORK/last.out" || fail "$name: the second command did not run"
-  ((ELAPSED_MS < 2000)) || fail "$name: second run took ${ELAPSED_MS} ms after the first exited"
-  ok "$name: next run started at once (${ELAPSED_MS} ms) after the first exited"
-
-  run_guard status --store "$store" --json
-  expect_exit 0 "$name: status"
-  [[ $(jq length "$WORK/last.out") == 0 ]] || fail "$name: records left: $(cat "$WORK/last.out")"
-}
-
 start_server apache apache.sh
 check_run apache "$WORK/apache/root/state" "webdav://${URL#http://}/state"
 

@@ -23,6 +23,14 @@ struct RaceReport {
   int claims = 0;               // rounds with at least one holder
   int errors = 0;               // claims that failed other than by refusal
   std::string first_error;
+
+  // "holders per round: 0:a 1:b 2+:c", how many rounds had no holder, one,
+  // or more than one.
+  std::string holders_per_round() const {
+    return "holders per round: 0:" + std::to_string(rounds - claims) +
+           " 1:" + std::to_string(claims - double_holder_rounds) +
+           " 2+:" + std::to_string(double_holder_rounds);
+  }
 };
 
 // Runs `rounds` rounds of `guards` concurrent claims in `mode`, each guard on
@@ -31,15 +39,18 @@ struct RaceReport {
 // Each round: all threads pass a barrier, claim, count themselves as holders,
 // pass a second barrier (so every attempt overlaps every hold), then the
 // holders stand down before the next round.
+// `max_skew` unset: the guard's default.
 inline RaceReport run_race(const std::function<std::shared_ptr<Store>(int)>& store_for, Mode mode,
-                           int guards, int rounds, Duration ttl = std::chrono::minutes(1)) {
+                           int guards, int rounds, Duration ttl = std::chrono::minutes(1),
+                           std::optional<Duration> max_skew = std::nullopt) {
   RaceReport report;
   report.rounds = rounds;
   auto scheduler = thread_scheduler();
   std::vector<Guard> gs;
   for (int i = 0; i < guards; ++i) {
     gs.push_back(Guard::create(store_for(i), {.ttl = ttl, .id = "racer-" + std::to_string(i),
-                                       .scheduler = scheduler, .mode = mode})
+                                       .scheduler = scheduler, .mode = mode,
+                                       .max_skew = max_skew})
                      .value());
   }
   std::atomic<int> holders{0};

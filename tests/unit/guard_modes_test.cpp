@@ -451,6 +451,93 @@ TEST_F(NativeLeaseTest, TheStoresOwnLockEpochIsTheFencingEpochAndNeverGoesBack) 
   EXPECT_TRUE(logger->contains("lock epoch is behind"));
 }
 
+// A store that grants its own lock timeout whatever the ttl asked, as nginx's
+// dav_ext lock zone does: the lock really lapses after `grant` on the fake
+// clock, and lock_granted() says so.
+class GrantingStore final : public StoreWrapper {
+ public:
+  GrantingStore(std::shared_ptr<Store> target, Duration granted)
+      : StoreWrapper(std::move(target)), grant(granted) {}
+  Duration grant;
+  Result<std::string> lock(const Key& key, Duration, std::string_view owner) override {
+    return StoreWrapper::lock(key, grant, owner);
+  }
+  Result<void> refresh_lock(const Key& key, std::string_view token, Duration) override {
+    return StoreWrapper::refresh_lock(key, token, grant);
+  }
+  Duration lock_granted(const Key&, std::string_view) override { return grant; }
+};
+
+TEST_F(NativeLeaseTest, AShorterGrantSetsTheRenewalPeriodAndTheFenceAndNobodyOverlaps) {
+  // ttl 30 s would renew every 10 s; the store holds the lock for 9 s only.
+  auto granting = std::make_shared<GrantingStore>(store, 9s);
+  const MonoTime since = clock->monotonic();
+  auto a = guard("a", Mode::exclusive, granting).claim().value();
+  EXPECT_EQ(a.fence_deadline(), since + 9s - 2s) << "grant - max-skew, not ttl - max-skew";
+  EXPECT_EQ(scheduler->next_due(), std::optional<Duration>(3s)) << "grant / 3, not ttl / 3";
+  EXPECT_TRUE(logger->contains("claimed"));
+  // Hold for well past the grant (and past ttl/3): every renewal lands
+  // before the store's lock lapses, so a second guard is refused throughout.
+  for (int i = 0; i < 15; ++i) {
+    scheduler->advance(3s);
+    ASSERT_TRUE(a.active()) << "after " << (i + 1) * 3 << " s";
+    auto b = guard("b", Mode::exclusive, granting).claim();
+    ASSERT_FALSE(b.has_value()) << "b took the lock after " << (i + 1) * 3 << " s";
+    EXPECT_EQ(b.error().error.code, Errc::another_instance);
+  }
+}
+
+TEST_F(NativeLeaseTest, AGrantTooShortToRenewSafelyRefusesTheClaimAndFreesTheLock) {
+  // max-skew 2 s: a grant must be at least 6 s.
+  auto granting = std::make_shared<GrantingStore>(store, 5s);
+  auto a = guard("a", Mode::exclusive, granting).claim();
+  ASSERT_FALSE(a.has_value());
+  EXPECT_EQ(a.error().error.code, Errc::invalid);
+  EXPECT_NE(a.error().error.message.find("granted its lock for only 5s"), std::string::npos)
+      << a.error().error.message;
+  EXPECT_NE(a.error().error.message.find("at least 6s"), std::string::npos);
+  granting->grant = 30s;
+  EXPECT_TRUE(guard("b", Mode::exclusive, granting).claim().has_value()) << "the lock was freed";
+}
+
+TEST_F(NativeLeaseTest, ARefreshWithAShorterGrantAdaptsOrLosesTheClaim) {
+  auto granting = std::make_shared<GrantingStore>(store, 30s);
+  int lost = 0;
+  auto opts = options("a", Mode::exclusive);
+  opts.on_lost = [&](const Error&) { ++lost; };
+  auto a = Guard::create(granting, opts).value().claim().value();
+  granting->grant = 12s;  // the server's timeout was lowered
+  scheduler->advance(10s);  // the first renewal: granted 12 s now
+  ASSERT_TRUE(a.active());
+  EXPECT_TRUE(logger->contains("lock grant changed"));
+  EXPECT_EQ(scheduler->next_due(), std::optional<Duration>(4s)) << "12 s / 3";
+  EXPECT_EQ(a.fence_deadline(), clock->monotonic() + 10s);
+  granting->grant = 3s;  // too short to renew safely: give the claim up
+  scheduler->advance(4s);
+  EXPECT_EQ(lost, 1);
+  ASSERT_TRUE(a.loss().has_value());
+  EXPECT_NE(a.loss()->message.find("too short"), std::string::npos) << a.loss()->message;
+}
+
+TEST_F(NativeLeaseTest, ALongerGrantIsTheExpiryTheLeaseAndRecordShow) {
+  auto granting = std::make_shared<GrantingStore>(store, 90s);
+  const WallTime now = clock->wall();
+  auto a = guard("a", Mode::exclusive, granting).claim().value();
+  EXPECT_EQ(scheduler->next_due(), std::optional<Duration>(10s)) << "still ttl / 3";
+  EXPECT_EQ(a.record().expires_at, now + 90s);
+  const auto lease = memory->get(Key::parse("instances.lease").value());
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_NE(lease->data.find(format_rfc3339(now + 90s)), std::string::npos) << lease->data;
+  // A crashed holder: the store keeps the lock for its 90 s, and the refusal
+  // names that expiry, not the ttl's.
+  clock->advance(45s);
+  auto b = guard("b", Mode::exclusive, granting).claim();
+  ASSERT_FALSE(b.has_value());
+  ASSERT_TRUE(b.error().holder->record.has_value());
+  EXPECT_EQ(b.error().holder->record->expires_at, now + 90s);
+  EXPECT_GT(b.error().holder->record->expires_at, clock->wall()) << "not told expired";
+}
+
 }  // namespace
 }  // namespace instance
 

@@ -124,6 +124,9 @@ struct Cs3StoreOptions {
   // Probe conditional writes and locks on first use; when false they are
   // declared without asking.
   bool probe_capabilities = true;
+  // The caller only reads (status): capabilities() answers probed = false
+  // instead of probing (the probe writes).
+  bool read_only = false;
 
   std::shared_ptr<Logger> logger;  // null: discard
   std::shared_ptr<Cs3Stats> stats;  // null: not counted

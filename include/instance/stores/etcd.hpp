@@ -28,6 +28,8 @@
 // a restart and extends them when a leader is elected, so a holder renews
 // after a short outage. Expiry is judged on the server's clock
 // (server_clock); the ttl given to refresh_lock cannot change a lease's TTL.
+// lock_granted() is the TTL the grant and the last keep-alive answered (etcd
+// raises a TTL below its minimum).
 //
 // Requests: one libcurl handle per store, reused under a mutex (one
 // keep-alive connection, requests serialised). Transport failures and

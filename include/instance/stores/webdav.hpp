@@ -13,8 +13,11 @@
 // connection while the server keeps it open). get = GET; create = PUT with
 // `If-None-Match: *`; replace = PUT; replace_if/remove_if = PUT/DELETE with
 // `If-Match`; list = PROPFIND Depth 1, one per folder level. Missing folders
-// are created with MKCOL when a PUT reports them missing (409), then
-// remembered. When a PUT answers without an ETag (Apache), the document is
+// are created with MKCOL when a PUT reports them missing (409; 404 from
+// rclone and sabre/dav, except for an If-Match PUT), then remembered. Before
+// the first write under a base URL two or more folders deep, a PROPFIND
+// Depth 0 checks that the base or its parent exists (see create_path). When
+// a PUT answers without an ETag (Apache), the document is
 // read back once to learn its version; if the bytes read are not the bytes
 // written, someone wrote in between and the version returned never matches.
 //
@@ -52,7 +55,9 @@
 // `If: (<token>)` and Timeout: 412/409 -> conflict, 423 -> locked, 404 ->
 // not_found (all "lost"). unlock = UNLOCK with `Lock-Token: <token>`;
 // 400/404/409/412 -> not_found. Tokens that are not printable URIs never
-// reach a header. The probe locks a scratch document, checks that a second
+// reach a header. lock_granted() is the timeout the LOCK or refresh reply's
+// lockdiscovery names (nginx grants its lock zone's own timeout whatever was
+// asked; Infinite -> kForever; none -> what was asked). The probe locks a scratch document, checks that a second
 // LOCK is refused with 423 and unlocks it; native_lease (and server_clock)
 // are declared only when that holds and the server is neither lighttpd
 // (1.4.69 never expires a lock and refreshes with any token) nor Apache
@@ -132,6 +137,17 @@ struct WebDavStoreOptions {
   // false, versions and conditional writes are declared without asking: only
   // for servers known to honour them atomically.
   bool probe_capabilities = true;
+
+  // Never write (status): capabilities() answers probed = false without
+  // asking, and every write answers Errc::permission without a request.
+  bool read_only = false;
+
+  // The store's folder (the base URL) is created on the first write when
+  // missing, but its parent must exist: a base whose parent is missing (a
+  // misspelled space or path) is refused with Errc::invalid naming it, also
+  // on servers that would create missing parents themselves. With
+  // create_path, every missing folder of the path is created instead.
+  bool create_path = false;
 
   std::shared_ptr<Logger> logger;     // null: discard
   std::shared_ptr<WebDavStats> stats;  // null: not counted

@@ -113,6 +113,7 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
   }
   out.ca_file = options.ca_file;
   out.insecure = options.insecure;
+  out.read_only = options.read_only;
   out.logger = options.logger;
   out.max_clock_skew = options.ttl / 10;
   return out;

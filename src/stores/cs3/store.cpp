@@ -382,6 +382,10 @@ Result<Capabilities> Cs3Store::probed() {
                                  .native_lease = true, .server_clock = false};
     return *capabilities_;
   }
+  if (options_.read_only) {  // the probe writes: not learnt
+    capabilities_ = Capabilities{.probed = false};
+    return *capabilities_;
+  }
   auto caps = probe_locked();
   if (caps) capabilities_ = *caps;
   return caps;

@@ -333,6 +333,10 @@ class EtcdStore final : public Store {
     if (!granted) return std::unexpected(granted.error());
     const auto lease = etcd::int64_field(granted->body, "ID");
     if (!lease || *lease <= 0) return fail(Errc::malformed, what + ": the grant has no lease ID");
+    // etcd may grant more than asked (its minimum lease TTL).
+    const auto ttl_granted = etcd::int64_field(granted->body, "TTL");
+    const Duration grant = std::chrono::seconds(ttl_granted && *ttl_granted > 0 ? *ttl_granted
+                                                                                : seconds);
 
     const std::string k = lock_key(key);
     auto reply = txn(what, compare_create_absent(k), put_op(k, owner, *lease), range_op(k));
@@ -340,12 +344,17 @@ class EtcdStore final : public Store {
       revoke_quietly(*lease);
       return std::unexpected(reply.error());
     }
-    if (reply->succeeded) return std::to_string(*lease) + ":" + std::to_string(reply->revision);
+    auto taken = [&](std::int64_t revision) {
+      std::string token = std::to_string(*lease) + ":" + std::to_string(revision);
+      grants_.remember(token, grant);
+      return token;
+    };
+    if (reply->succeeded) return taken(reply->revision);
     if (reply->kv) {
       const auto holder_lease = etcd::int64_field(*reply->kv, "lease");
       if (holder_lease && *holder_lease == *lease) {  // our earlier attempt took it
         const auto created = etcd::int64_field(*reply->kv, "create_revision");
-        if (created && *created > 0) return std::to_string(*lease) + ":" + std::to_string(*created);
+        if (created && *created > 0) return taken(*created);
       }
     }
     revoke_quietly(*lease);
@@ -382,6 +391,7 @@ class EtcdStore final : public Store {
     if (!lease || !created || *lease != t->lease || *created != t->revision) {
       return fail(Errc::locked, what + ": the lock now belongs to another lease");
     }
+    grants_.remember(token, std::chrono::seconds(*remaining));
     return {};
   }
 
@@ -389,6 +399,7 @@ class EtcdStore final : public Store {
     const std::string what = "etcd unlock " + key.str() + " at " + shown_;
     const auto t = parse_token(token);
     if (!t) return fail(Errc::invalid, what + ": not a lock token of this store");
+    grants_.forget(token);
     auto reply = call(what + " (lease revoke)", "/v3/lease/revoke",
                       {{"ID", std::to_string(t->lease)}}, kMaxSmallReply);
     if (!reply) {
@@ -403,6 +414,10 @@ class EtcdStore final : public Store {
   std::uint64_t lock_epoch(const Key&, std::string_view token) override {
     const auto t = parse_token(token);
     return t ? static_cast<std::uint64_t>(t->revision) : 0;
+  }
+
+  Duration lock_granted(const Key&, std::string_view token) override {
+    return grants_.granted(token);
   }
 
  private:
@@ -587,6 +602,7 @@ class EtcdStore final : public Store {
   EtcdStoreOptions options_;
   std::unique_ptr<etcd::HttpClient> http_;
   std::string shown_;
+  LockGrants grants_;  // each lock token's granted TTL (lock_granted)
   std::mutex auth_mu_;
   std::string token_;          // from /v3/auth/authenticate; guarded by auth_mu_
   bool auth_disabled_ = false;  // guarded by auth_mu_

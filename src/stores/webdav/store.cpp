@@ -53,6 +53,8 @@ std::string WebDavStore::learn_version(const Key& key, std::string_view written)
 Result<std::string> WebDavStore::write(std::string_view op, const Key& key, std::string_view data,
                                        Condition condition) {
   if (auto ok = check_write(op, key, data, where_); !ok) return std::unexpected(ok.error());
+  if (auto ok = check_writable(op, key); !ok) return std::unexpected(ok.error());
+  if (auto ok = ensure_base(); !ok) return std::unexpected(ok.error());
   if (condition.kind == Condition::match && !plausible_version(condition.version)) {
     return fail(Errc::conflict, what(op, key) + " at " + where_ + ": version does not match");
   }
@@ -81,11 +83,10 @@ Result<std::string> WebDavStore::write(std::string_view op, const Key& key, std:
     if (auto made = make_folders(key); !made) return std::unexpected(made.error());
   }
   Sent sent = send(request);
-  for (int pass = 0; pass < 2 && sent.response.transport_ok() && sent.response.status == 409;
-       ++pass) {
-    // A missing folder (mod_dav, lighttpd and ocdav all answer 409): create
-    // the ones we do not know; the second time, also those we thought existed
-    // (removed behind our back).
+  for (int pass = 0; pass < 2 && parent_missing(sent.response, condition); ++pass) {
+    // A missing folder (mod_dav, lighttpd and ocdav answer 409, rclone and
+    // sabre/dav 404): create the ones we do not know; the second time, also
+    // those we thought existed (removed behind our back).
     if (pass == 1) forget_folders();
     if (auto made = make_folders(key); !made) return std::unexpected(made.error());
     sent = send(request);
@@ -111,7 +112,60 @@ Result<std::string> WebDavStore::write(std::string_view op, const Key& key, std:
               what(op, key) + " at " + where_ + ": version does not match (HTTP 412)");
 }
 
+long WebDavStore::folder_status(const std::string& url) {
+  HttpRequest request{.method = "PROPFIND", .url = url,
+                      .headers = {"Depth: 0", "Content-Type: application/xml; charset=utf-8"},
+                      .body = kPropfindBody, .has_body = true,
+                      .max_body = kMaxListingSize};
+  const auto r = send(std::move(request)).response;
+  return r.transport_ok() ? r.status : 0;
+}
+
+Result<void> WebDavStore::ensure_base() {
+  // A base directly under the root has a parent that always exists.
+  if (base_.segments.size() < 2 || base_checked_.load() || folder_known(Key{})) return {};
+  const long base = folder_status(key_url(base_, Key{}, true));
+  if (base == 207 || base == 200) {
+    remember_folders(Key{}, true);
+    return {};
+  }
+  if (base != 404) return {};  // cannot tell: the write reports its own error
+  // The base is missing: it is made on demand (make_folders) when its parent
+  // exists. A missing parent is a misspelled space or path, unless asked.
+  const std::string parent_path = base_.path.substr(0, base_.path.rfind('/'));
+  const std::string parent = base_.origin + parent_path + "/";
+  const long above = folder_status(parent);
+  if (above != 404) {
+    base_checked_ = true;
+    return {};
+  }
+  if (!options_.create_path) {
+    return fail(Errc::invalid,
+                "store " + where_ + ": the folder " + redact_url(parent) +
+                    " above the store's folder does not exist on the server (a misspelled "
+                    "space or path?); create it, or pass --create-path "
+                    "(INSTANCE_GUARD_CREATE_PATH=1) to have every missing folder created");
+  }
+  // Every folder of the path, top down; 405: it exists.
+  for (std::size_t end = base_.path.find('/', 1); end != std::string::npos;
+       end = base_.path.find('/', end + 1)) {
+    HttpRequest request{.method = "MKCOL", .url = base_.origin + base_.path.substr(0, end) + "/",
+                        .max_body = kMaxErrorBody};
+    const Sent sent = send(std::move(request));
+    if (!sent.response.success() &&
+        !(sent.response.transport_ok() && sent.response.status == 405)) {
+      return failed("create folder " + base_.path.substr(0, end) + " for", Key{}, sent);
+    }
+  }
+  options_.logger->info("created the missing folders of the store's path (--create-path)",
+                        {{"store", where_}});
+  base_checked_ = true;
+  return {};
+}
+
 Result<void> WebDavStore::make_folders(const Key& key) {
+  if (auto ok = check_writable("create folders for", key); !ok) return ok;
+  if (auto ok = ensure_base(); !ok) return ok;
   for (int pass = 0; pass < 2; ++pass) {
     bool stale = false;
     for (const auto& folder : folders_above(key, false)) {  // the base first
@@ -124,7 +178,7 @@ Result<void> WebDavStore::make_folders(const Key& key) {
         remember_folders(folder, true);
         continue;
       }
-      if (r.transport_ok() && r.status == 409) {
+      if (parent_missing(r, {})) {  // MKCOL: 409 by RFC 4918; 404 on some servers
         if (folder.empty()) {
           return fail(Errc::not_found, "create folder at " + where_ +
                                            ": the parent folder of the store URL does not exist");
@@ -143,6 +197,7 @@ Result<void> WebDavStore::make_folders(const Key& key) {
 
 Result<void> WebDavStore::erase(std::string_view op, const Key& key, Condition condition) {
   if (key.empty()) return fail(Errc::invalid, std::string(op) + " at " + where_ + ": empty key");
+  if (auto ok = check_writable(op, key); !ok) return ok;
   if (condition.kind == Condition::match && !plausible_version(condition.version)) {
     return fail(Errc::conflict, what(op, key) + " at " + where_ + ": version does not match");
   }

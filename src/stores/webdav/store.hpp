@@ -46,6 +46,14 @@ struct Condition {
   std::string_view version;
 };
 
+// Whether a PUT's answer says a folder above it is missing: 409 (RFC 4918:
+// mod_dav, lighttpd, ocdav), or 404 (rclone, sabre/dav), which a PUT
+// otherwise gives only for If-Match on an absent document.
+inline bool parent_missing(const HttpResponse& r, Condition condition) {
+  return r.transport_ok() &&
+         (r.status == 409 || (r.status == 404 && condition.kind != Condition::match));
+}
+
 // A version this store could have handed out: an ETag is non-empty printable
 // ASCII. Anything else cannot match (and must never reach a header).
 inline bool plausible_version(std::string_view version) {
@@ -90,6 +98,10 @@ class WebDavStore final : public Store {
   Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override;
   Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
   Result<void> unlock(const Key& key, std::string_view token) override;
+  // The LOCK reply's timeout (a server may grant its own: nginx's lock zone).
+  Duration lock_granted(const Key&, std::string_view token) override {
+    return grants_.granted(token);
+  }
 
  private:
   // The final answer to a request after retries.
@@ -107,6 +119,19 @@ class WebDavStore final : public Store {
   Result<void> erase(std::string_view op, const Key& key, Condition condition);
   Result<void> list_folder(const Key& folder, bool top, std::size_t depth, std::vector<Key>& out);
   Result<void> make_folders(const Key& key);
+  // Before the first write: the base folder exists, or its parent does (the
+  // base is then made on demand), or create_path makes the missing ones; a
+  // missing parent is refused (Errc::invalid) naming it. Free once the base
+  // is known, and for a base directly under the server's root.
+  Result<void> ensure_base();
+  // PROPFIND Depth 0 of a folder URL: the status, 0 when not reached.
+  long folder_status(const std::string& url);
+  // Errc::permission when opened read-only (options_.read_only).
+  Result<void> check_writable(std::string_view op, const Key& key) const {
+    if (!options_.read_only) return {};
+    return fail(Errc::permission, what(op, key) + " at " + where_ +
+                                      ": the store was opened read-only and never writes");
+  }
   // Probes once (probe_mu_ held); an error only when the server could not be
   // asked (then the next call probes again).
   Result<Capabilities> probe_locked();
@@ -219,7 +244,8 @@ class WebDavStore final : public Store {
   std::atomic<bool> if_none_match_honoured_{false};
 
   std::atomic<bool> skew_warned_{false};
-  std::atomic<bool> short_timeout_warned_{false};
+  std::atomic<bool> base_checked_{false};  // ensure_base found nothing to refuse
+  LockGrants grants_;  // what each lock token was granted (lock_granted)
 };
 
 }  // namespace instance::webdav

@@ -76,6 +76,16 @@ std::optional<std::int64_t> granted_seconds(std::string_view timeout) {
   return n;
 }
 
+// What a LOCK reply's <timeout> says the server granted: the asked ttl
+// rounded up to whole seconds (what we asked for) when the reply names none
+// or an unreadable one; kForever for "Infinite".
+Duration granted_of(std::string_view timeout, Duration ttl) {
+  const auto seconds = granted_seconds(timeout);
+  if (!seconds || *seconds == 0) return std::chrono::seconds(*granted_seconds(timeout_value(ttl)));
+  if (*seconds < 0) return kForever;
+  return std::chrono::seconds(*seconds);
+}
+
 Key lock_key_of(const Key& key) { return *Key::parse(std::string(kLockFolder) + "/" + key.str()); }
 
 }  // namespace
@@ -120,7 +130,7 @@ Result<std::string> WebDavStore::send_lock(std::string_view op, const Key& key, 
                                   "Content-Type: application/xml; charset=utf-8"},
                       .body = body, .has_body = true, .max_body = kMaxErrorBody};
   Sent sent = send(request);
-  if (sent.response.transport_ok() && sent.response.status == 409) {
+  if (parent_missing(sent.response, {})) {
     forget_folders();  // a folder was removed behind our back
     if (auto made = make_folders(at); !made) return std::unexpected(made.error());
     sent = send(request);
@@ -148,17 +158,7 @@ Result<std::string> WebDavStore::send_lock(std::string_view op, const Key& key, 
   if (!plausible_token(token)) {
     return malformed(op, key, "the server's lock token \"" + printable(token) + "\" is not a URI");
   }
-  if (active) {
-    const auto granted = granted_seconds(active->timeout);
-    const auto wanted = granted_seconds(timeout);
-    if (granted && wanted && *granted >= 0 && *granted < *wanted &&
-        !short_timeout_warned_.exchange(true)) {
-      options_.logger->warn("the WebDAV server granted a shorter lock timeout than asked; "
-                            "refreshes may come too late",
-                            {{"store", where_}, {"key", key.str()}, {"asked", timeout},
-                             {"granted", active->timeout}});
-    }
-  }
+  grants_.remember(token, granted_of(active ? active->timeout : std::string_view{}, ttl));
   return token;
 }
 
@@ -171,7 +171,7 @@ Result<void> WebDavStore::make_lock_resource(std::string_view op, const Key& key
                       .headers = {"Content-Type: application/octet-stream", "If-None-Match: *"},
                       .body = {}, .has_body = true, .max_body = kMaxErrorBody};
   Sent sent = send(request);
-  if (sent.response.transport_ok() && sent.response.status == 409) {
+  if (parent_missing(sent.response, {Condition::absent, {}})) {
     forget_folders();
     if (auto made = make_folders(at); !made) return std::unexpected(made.error());
     sent = send(request);
@@ -198,7 +198,11 @@ Result<void> WebDavStore::send_refresh(std::string_view op, const Key& key, cons
                       .max_body = kMaxErrorBody};
   const Sent sent = send(std::move(request));
   const auto& r = sent.response;
-  if (r.success()) return {};
+  if (r.success()) {
+    const auto active = parse_lock_discovery(r.body, token);
+    grants_.remember(token, granted_of(active ? active->timeout : std::string_view{}, ttl));
+    return {};
+  }
   if (r.transport_ok()) {
     switch (r.status) {
       case 404:
@@ -221,6 +225,7 @@ Result<void> WebDavStore::send_unlock(std::string_view op, const Key& key, const
                                      ": not locked with this token (expired or already released)");
   };
   if (!plausible_token(token)) return gone();
+  grants_.forget(token);
   HttpRequest request{.method = "UNLOCK", .url = key_url(base_, at, false),
                       .headers = {"Lock-Token: <" + std::string(token) + ">"},
                       .max_body = kMaxErrorBody};

@@ -35,6 +35,10 @@ Result<Capabilities> WebDavStore::probe_locked() {
                                  .native_lease = true, .server_clock = true};
     return *capabilities_;
   }
+  if (options_.read_only) {  // the probe writes: not learnt
+    capabilities_ = Capabilities{.probed = false};
+    return *capabilities_;
+  }
   // A scratch document under a folder of its own, so listings of real
   // prefixes never see it.
   std::random_device rd;
@@ -89,6 +93,12 @@ Result<Capabilities> WebDavStore::probe_locked() {
   }
   const auto current = fetch(scratch);
   const std::string etag = current && *current ? (*current)->version : std::string{};
+  if (caps.versions && current && *current && (*current)->data != "probe 1" && etag == *created) {
+    // nginx: an ETag of mtime seconds and size, the same after a rewrite of
+    // equal length within a second.
+    caps.versions = false;
+    warn("the ETag did not change when the document did");
+  }
   const auto right = put({"If-Match: " + etag}, "probe 4");
   const bool right_accepted = !etag.empty() && right.success();
   if (!right_accepted) {

@@ -92,6 +92,19 @@ TEST_F(EtcdStoreTest, EveryLockGetsALargerEpochFromTheServer) {
   EXPECT_EQ(s->lock_epoch(key("instances.lock"), "not-a-token"), 0u);
 }
 
+// lock_granted is the TTL etcd's grant and keep-alive answer (etcd raises a
+// TTL below its minimum); forgotten at unlock.
+TEST_F(EtcdStoreTest, TheLockGrantIsTheLeasesTtl) {
+  auto s = store();
+  const Key k = key("instances.lock");
+  auto token = s->lock(k, 30s, "a").value();
+  EXPECT_EQ(s->lock_granted(k, token), Duration(30s));
+  ASSERT_TRUE(s->refresh_lock(k, token, 30s));
+  EXPECT_EQ(s->lock_granted(k, token), Duration(30s));
+  ASSERT_TRUE(s->unlock(k, token));
+  EXPECT_EQ(s->lock_granted(k, token), Duration::zero());
+}
+
 TEST_F(EtcdStoreTest, RefreshKeepsALockUntilUnlockedOrTaken) {
   auto a = store();
   auto b = store();

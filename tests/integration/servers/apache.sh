@@ -78,14 +78,7 @@ DocumentRoot "$dir/root"
 CONF
   stop_server
   /usr/sbin/apache2 -f "$dir/httpd.conf" -k start
-  if ! wait_ready "$port"; then
-    echo "apache failed to start; see $dir/logs/error.log" >&2
-    cat "$dir/logs/error.log" >&2 2>/dev/null || true
-    stop_server
-    exit 1
-  fi
-  start_watchdog
-  echo "$scheme://127.0.0.1:$port"
+  finish_start apache "$port" "$dir/logs/error.log" "$scheme://127.0.0.1:$port"
   ;;
 stop) stop_server ;;
 *) echo "usage: $0 start <dir> <port> | stop <dir>" >&2; exit 2 ;;

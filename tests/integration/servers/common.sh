@@ -50,3 +50,18 @@ wait_ready() {
   done
   return 1
 }
+
+# After a server was launched: waits until it answers on $2, starts the
+# watchdog and prints its base URL ($4, default http://127.0.0.1:PORT). When
+# it does not answer: shows the log file $3, stops it and exits 1. $1 names it.
+finish_start() {
+  local name=$1 port=$2 log=$3 url=${4:-http://127.0.0.1:$2}
+  if ! wait_ready "$port"; then
+    echo "$name failed to start; see $log" >&2
+    cat "$log" >&2 2>/dev/null || true
+    stop_server
+    exit 1
+  fi
+  start_watchdog
+  echo "$url"
+}

@@ -42,14 +42,7 @@ webdav.sqlite-db-name = "$dir/db/webdav.sqlite"
 CONF
   stop_server
   /usr/sbin/lighttpd -f "$dir/lighttpd.conf"
-  if ! wait_ready "$port"; then
-    echo "lighttpd failed to start; see $dir/logs/error.log" >&2
-    cat "$dir/logs/error.log" >&2 2>/dev/null || true
-    stop_server
-    exit 1
-  fi
-  start_watchdog
-  echo "http://127.0.0.1:$port"
+  finish_start lighttpd "$port" "$dir/logs/error.log"
   ;;
 stop) stop_server ;;
 *) echo "usage: $0 start <dir> <port> | stop <dir>" >&2; exit 2 ;;

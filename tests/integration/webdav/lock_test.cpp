@@ -78,6 +78,13 @@ TEST_P(Lease, UnlockTwiceSaysNotFound) {
   ASSERT_TRUE(token) << token.error().message;
   ASSERT_TRUE(s->unlock(kLease, *token));
   auto again = s->unlock(kLease, *token);
+  if (GetParam().name == "nginx") {
+    // Measured: nginx answers 204 to an UNLOCK with any token, so the store
+    // cannot tell; harmless (the guard unlocks once, and treats not_found
+    // as success).
+    EXPECT_TRUE(again);
+    return;
+  }
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().code, Errc::not_found) << again.error().message;
 }
@@ -233,7 +240,10 @@ TEST_P(Lease, ConcurrentLocksHaveExactlyOneWinner) {
 
 INSTANTIATE_TEST_SUITE_P(Servers, Lease,
                          ::testing::Values(Peer{"apache", &WebDavServer::apache},
-                                           Peer{"lighttpd", &WebDavServer::lighttpd}),
+                                           Peer{"lighttpd", &WebDavServer::lighttpd},
+                                           Peer{"nginx", &WebDavServer::nginx},
+                                           Peer{"rclone", &WebDavServer::rclone},
+                                           Peer{"sabredav", &WebDavServer::sabredav}),
                          [](const auto& param_info) { return param_info.param.name; });
 
 // ------------------------------------------------------------ the probe

@@ -53,6 +53,25 @@ void chown_to_server_user(const std::filesystem::path& path) {
 
 std::filesystem::path server_scripts_dir() { return INSTANCE_TEST_SERVERS_DIR; }
 
+std::string script_name(ServerKind kind) {
+  switch (kind) {
+    case ServerKind::apache: return "apache.sh";
+    case ServerKind::lighttpd: return "lighttpd.sh";
+    case ServerKind::nginx: return "nginx.sh";
+    case ServerKind::rclone: return "rclone.sh";
+    case ServerKind::sabredav: return "sabredav.sh";
+  }
+  return "apache.sh";
+}
+
+WebDavServer& WebDavServer::named(const std::string& name) {
+  if (name == "lighttpd") return lighttpd();
+  if (name == "nginx") return nginx();
+  if (name == "rclone") return rclone();
+  if (name == "sabredav") return sabredav();
+  return apache();
+}
+
 std::string WebDavServer::fresh_folder() {
   static std::atomic<int> counter{0};
   return "t" + std::to_string(++counter) + "-" + std::to_string(::getpid());
@@ -79,9 +98,11 @@ bool WebDavServer::start() {
   char dir_template[] = "/tmp/instance-guard-webdav-XXXXXX";
   if (::mkdtemp(dir_template) == nullptr) return false;
   dir_ = dir_template;
-  const auto script = server_scripts_dir() /
-                      (config_.kind == ServerKind::apache ? "apache.sh" : "lighttpd.sh");
+  const auto script = server_scripts_dir() / script_name(config_.kind);
   std::string env = "WATCH_PID=" + std::to_string(::getpid()) + " ";
+  if (config_.kind == ServerKind::nginx) {
+    env += "NGINX_LOCK_TIMEOUT=" + std::to_string(kNginxLockZone.count()) + "s ";
+  }
   if (!config_.user.empty()) {
     const auto htpasswd = dir_ / "htpasswd";
     // The test password goes through stdin, not the command line.
@@ -127,8 +148,7 @@ bool WebDavServer::start() {
 
 void WebDavServer::stop() {
   if (dir_.empty()) return;
-  const auto script = server_scripts_dir() /
-                      (config_.kind == ServerKind::apache ? "apache.sh" : "lighttpd.sh");
+  const auto script = server_scripts_dir() / script_name(config_.kind);
   run("bash " + shell_quote(script.string()) + " stop " + shell_quote(dir_.string()) +
       " >/dev/null 2>&1");
   std::error_code ec;

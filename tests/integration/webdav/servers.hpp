@@ -1,5 +1,7 @@
-// Real WebDAV servers for the tests: Apache httpd (mod_dav_fs) and lighttpd
-// (mod_webdav), started from tests/integration/servers/*.sh on 127.0.0.1.
+// Real WebDAV servers for the tests: Apache httpd (mod_dav_fs), lighttpd
+// (mod_webdav), nginx (dav + dav_ext, with a lock zone of kNginxLockZone),
+// rclone serve webdav and sabre/dav (php -S), started from
+// tests/integration/servers/*.sh on 127.0.0.1.
 //
 // Each server is started at most once per test executable, on first use,
 // in a fresh temporary folder on a free port, and stopped (folder removed)
@@ -9,6 +11,7 @@
 // Thread safety: server() may be called from any thread.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 
@@ -16,7 +19,14 @@
 
 namespace instance::testing {
 
-enum class ServerKind { apache, lighttpd };
+enum class ServerKind { apache, lighttpd, nginx, rclone, sabredav };
+
+// The start script's name for `kind` ("nginx.sh").
+std::string script_name(ServerKind kind);
+
+// The nginx test server's lock timeout: nginx grants it to every LOCK,
+// whatever Timeout was asked. Shorter than a third of the ttls the tests use.
+inline constexpr std::chrono::seconds kNginxLockZone{4};
 
 struct ServerConfig {
   ServerKind kind = ServerKind::apache;
@@ -33,6 +43,11 @@ class WebDavServer {
   static WebDavServer& get(const std::string& name, const ServerConfig& config);
   static WebDavServer& apache() { return get("apache", {.kind = ServerKind::apache}); }
   static WebDavServer& lighttpd() { return get("lighttpd", {.kind = ServerKind::lighttpd}); }
+  static WebDavServer& nginx() { return get("nginx", {.kind = ServerKind::nginx}); }
+  static WebDavServer& rclone() { return get("rclone", {.kind = ServerKind::rclone}); }
+  static WebDavServer& sabredav() { return get("sabredav", {.kind = ServerKind::sabredav}); }
+  // By name: "apache", "lighttpd", "nginx", "rclone" or "sabredav".
+  static WebDavServer& named(const std::string& name);
 
   ~WebDavServer();
   WebDavServer(const WebDavServer&) = delete;
