@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,11 @@ struct Capabilities {
   bool native_lease = false;
   // Expiry is judged on the store's clock, not the client's.
   bool server_clock = false;
+  // Set when the store could not learn what its server can do (it cannot be
+  // reached, refuses our credentials, a TLS failure): why, naming the cause.
+  // The flags above are then a guess, never an answer, and the next call of
+  // capabilities() asks again. The guard never picks a mode from a guess.
+  std::optional<Error> unknown;
 };
 
 class INSTANCE_EXPORT Store {
@@ -63,7 +69,8 @@ class INSTANCE_EXPORT Store {
   virtual std::string describe() const = 0;
 
   // What the store can do beyond the plain operations. May probe a remote
-  // server on first use; later calls return the same answer.
+  // server on first use; later calls return the same answer once one was
+  // learned (Capabilities::unknown says why not yet).
   virtual Capabilities capabilities();
 
   // Reads a document. Errc::not_found when absent, Errc::malformed when the

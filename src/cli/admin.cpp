@@ -108,13 +108,15 @@ std::string mode_lines(const std::shared_ptr<Store>& store, Mode requested) {
   options.mode = requested;
   auto guard = Guard::create(store, std::move(options));
   if (!guard) return "mode: " + std::string(to_string(requested)) + ": " + guard.error().message;
-  auto mode = guard->resolve_mode();
+  auto choice = guard->choose_mode();
   std::string line = "mode: ";
-  if (!mode) return line + std::string(to_string(requested)) + ": " + mode.error().message;
-  line += to_string(*mode);
+  if (!choice) return line + std::string(to_string(requested)) + ": " + choice.error().message;
+  line += to_string(choice->mode);
   if (requested == Mode::automatic) line += " (auto)";
-  return line + ": " + std::string(guarantee_summary(*mode)) + "\nexpiry judged by: " +
-         std::string(expiry_summary(*mode, store->capabilities()));
+  line += ": " + std::string(guarantee_summary(choice->mode));
+  if (requested == Mode::automatic) line += "\nchosen because: " + choice->reason;
+  return line + "\nexpiry judged by: " +
+         std::string(expiry_summary(choice->mode, store->capabilities()));
 }
 
 }  // namespace
