@@ -67,7 +67,7 @@ class Verify final : public Protocol {
       // Random backoff, growing with each collision, in units of how long
       // one attempt took here (at least 10 ms).
       const Duration unit = std::max<Duration>(now - began, std::chrono::milliseconds(10));
-      const Duration::rep span = unit.count() << std::min(collisions + 1, 4);
+      const Duration::rep span = unit.count() << std::min(collisions, 3);
       const Duration nap =
           std::min(Duration{std::uniform_int_distribution<Duration::rep>(0, span)(rng)},
                    deadline - now);
