@@ -11,7 +11,9 @@
 //              every read starting `settle` later.
 //   exclusive  a lease document changed only by compare-and-set, carrying a
 //              fencing epoch. Refuses stores without conditional writes.
-//   automatic  the strongest the store supports.
+//   automatic  the strongest the store supports, once the store has said
+//              what that is: never a weaker one because it could not be
+//              asked (resolve_mode()).
 // In every mode the holder keeps its record at instances/<escaped id>, so
 // original guards and `status` see who runs.
 //

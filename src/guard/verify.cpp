@@ -72,10 +72,7 @@ class Verify final : public Protocol {
           std::min(Duration{std::uniform_int_distribution<Duration::rep>(0, span)(rng)},
                    deadline - now);
       ctx.log.debug("collided with another claimer; trying again",
-                    {{"contender", attempt.error().error.holder &&
-                                           attempt.error().error.holder->record
-                                       ? attempt.error().error.holder->record->id
-                                       : std::string("?")},
+                    {{"contender", attempt.error().error.holder->record->id},  // is_claimer
                      {"retry_in", format_duration(nap)}});
       if (!ctx.clock.sleep_for(nap, stop)) {
         return std::unexpected(failure(Errc::cancelled, "claim cancelled"));
