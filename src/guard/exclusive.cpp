@@ -18,7 +18,7 @@
 //            less than asked), so that holder's record blocks until its own
 //            expires_at; others' for max_skew longer.
 //   renew    refresh the lock (refused -> lost), then the document.
-//   release  mark the document released, unlock.
+//   release  remove our record, mark the document released, unlock.
 // Without a native lease, compare-and-set on the document decides:
 //   acquire  read the lease. Held by a live other (expiry + max_skew not yet
 //            passed, and not a dead process on this host) -> refuse. Else
@@ -29,8 +29,8 @@
 //            Finally write our record, for original guards and `status`.
 //   renew    conditional replace on the version we last wrote. A conflict
 //            means the lease was taken: the claim is lost. Then our record.
-//   release  conditional replace with released = true (the document stays,
-//            so the epoch never goes back), then delete our record.
+//   release  delete our record, then conditional replace with released =
+//            true (the document stays, so the epoch never goes back).
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
@@ -183,19 +183,20 @@ class Exclusive final : public Protocol {
   }
 
   Result<void> release(const Context& ctx, Holding& held) override {
+    // Our record goes first, while the lease is still ours: a successor that
+    // takes the lease over must not find it live (it would refuse).
+    Result<void> outcome = remove_our_record(ctx);
     Lease lease = ours(ctx, *held.epoch, ctx.clock.wall());
     lease.released = true;
     auto version = write_lease(ctx, lease, held.lease_version);
-    Result<void> outcome;
-    if (!version && !lost_code(version.error().code)) outcome = std::unexpected(version.error());
+    if (!version && !lost_code(version.error().code) && outcome) {
+      outcome = std::unexpected(version.error());
+    }
     if (native_ && !held.lock_token.empty()) {
       if (auto unlocked = ctx.store.unlock(lock_key(), held.lock_token);
           !unlocked && unlocked.error().code != Errc::not_found && outcome) {
         outcome = std::unexpected(unlocked.error());
       }
-    }
-    if (auto removed = remove_our_record(ctx); !removed && outcome) {
-      outcome = std::unexpected(removed.error());
     }
     return outcome;
   }
