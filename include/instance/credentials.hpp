@@ -4,16 +4,40 @@
 // secret.
 #pragma once
 
+#include <array>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "instance/error.hpp"
 #include "instance/export.hpp"
 #include "instance/open_store.hpp"
 
 namespace instance {
+
+// The environment variables the stores read credentials from. Every reader
+// names them through these constants, and credential_variables() lists them
+// for `run`, which removes them from the wrapped command's environment.
+inline constexpr std::string_view kUserEnv = "INSTANCE_GUARD_USER";
+inline constexpr std::string_view kPasswordEnv = "INSTANCE_GUARD_PASSWORD";
+inline constexpr std::string_view kTokenEnv = "INSTANCE_GUARD_TOKEN";
+inline constexpr std::string_view kCs3IdEnv = "INSTANCE_GUARD_CS3_ID";
+inline constexpr std::string_view kCs3SecretEnv = "INSTANCE_GUARD_CS3_SECRET";
+inline constexpr std::string_view kCs3SecretFileEnv = "INSTANCE_GUARD_CS3_SECRET_FILE";
+inline constexpr std::array<std::string_view, 6> kCredentialEnv = {
+    kUserEnv, kPasswordEnv, kTokenEnv, kCs3IdEnv, kCs3SecretEnv, kCs3SecretFileEnv};
+// libpq's own variables, read by the PostgreSQL store's connection when no
+// password was given to the guard.
+inline constexpr std::array<std::string_view, 2> kPostgresCredentialEnv = {"PGPASSWORD",
+                                                                           "PGPASSFILE"};
+
+// Every variable a store at `store_url` may read credentials from:
+// kCredentialEnv, and for a postgres:// or postgresql:// URL also
+// kPostgresCredentialEnv. (A store URL itself never holds a secret: every
+// store refuses a password in it.)
+INSTANCE_EXPORT std::vector<std::string_view> credential_variables(std::string_view store_url);
 
 // Credential files larger than this are refused.
 inline constexpr std::size_t kMaxSecretFileSize = 64 * 1024;

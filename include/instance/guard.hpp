@@ -12,7 +12,9 @@
 //              every read starting `settle` later.
 //   exclusive  a lease document changed only by compare-and-set, carrying a
 //              fencing epoch. Refuses stores without conditional writes.
-//   automatic  the strongest the store supports.
+//   automatic  the strongest the store supports, once the store has said
+//              what that is: never a weaker one because it could not be
+//              asked (resolve_mode()).
 // In every mode the holder keeps its record at instances/<escaped id>, so
 // original guards and `status` see who runs.
 //
@@ -96,6 +98,11 @@ struct GuardOptions {
   // a dead process on this host is stale at once; read from /proc when empty.
   std::string boot_id;
   std::string pid_ns;
+  // How long claim() keeps trying while it cannot decide yet: the store
+  // cannot be reached to learn its capabilities (auto, exclusive), or verify
+  // collided with other claimers and backs off. Past it, the claim fails
+  // with the last cause. Must be at least 0.
+  Duration startup_timeout = std::chrono::seconds(30);
 };
 
 
@@ -184,14 +191,28 @@ class INSTANCE_EXPORT Guard {
 
   // The protocol claim() will use: `options.mode`, or for Mode::automatic
   // the strongest the store supports (may probe the store). Errc::unsupported
-  // when the store cannot do the requested mode.
-  Result<Mode> resolve_mode();
+  // when the store cannot do the requested mode. For auto and exclusive, the
+  // store's capabilities must be known: while the store cannot be reached
+  // (Errc::unavailable, timeout) it asks again until options.startup_timeout,
+  // then fails with the store's own error, as it does at once for any other
+  // (credentials, TLS); it never assumes a weaker mode. `stop` ends the wait.
+  Result<Mode> resolve_mode(std::stop_token stop = {});
 
   const std::string& id() const noexcept { return options_->id; }
   Duration ttl() const noexcept { return options_->ttl; }
   Store& store() const noexcept { return *store_; }
 
+  // A resolved mode and why it runs: "requested", or for auto what the
+  // store offers ("the store has its own locks", ...).
+  struct ModeChoice {
+    Mode mode;
+    std::string reason;
+  };
+  // resolve_mode() with the reason; claim() logs both.
+  Result<ModeChoice> choose_mode(std::stop_token stop = {});
+
  private:
+  Result<Capabilities> learn_capabilities(std::stop_token stop);
   Guard(std::shared_ptr<Store> store, GuardOptions options);
   std::shared_ptr<Store> store_;
   std::shared_ptr<GuardOptions> options_;  // shared with the claims it grants

@@ -46,7 +46,7 @@ struct OpenOptions {
   std::chrono::nanoseconds ttl = std::chrono::minutes(2);
   // The caller only reads (`status`): the store never writes, so it neither
   // creates folders nor probes its capabilities by writing (capabilities()
-  // then answers probed = false where it would have had to).
+  // then answers capabilities_not_probed() where it would have had to).
   bool read_only = false;
   // Remote stores with folders (WebDAV): create every missing folder of the
   // store URL's path. Without it, a store URL whose parent folder does not

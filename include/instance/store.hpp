@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,10 +56,22 @@ struct Capabilities {
   bool native_lease = false;
   // Expiry is judged on the store's clock, not the client's.
   bool server_clock = false;
-  // False when the store did not find out (opened read-only: it would have
-  // had to write to probe); every flag above is then false.
-  bool probed = true;
+  // Set when the store did not learn what its server can do: why, naming the
+  // cause. Either it could not (the server cannot be reached, refuses our
+  // credentials, a TLS failure; the next call of capabilities() asks again),
+  // or it must not (opened read-only, it would have had to write a probe:
+  // Errc::unsupported). The flags above are then a guess, never an answer;
+  // the guard never picks a mode from a guess.
+  std::optional<Error> unknown;
 };
+
+// What a store opened read-only answers when it learns its capabilities only
+// by writing a probe (WebDAV, CS3): not learnt, and why.
+inline Capabilities capabilities_not_probed() {
+  return Capabilities{.unknown = Error{Errc::unsupported,
+                                       "not probed: opened read-only, and this store learns what "
+                                       "it can do by writing a probe"}};
+}
 
 class INSTANCE_EXPORT Store {
  public:
@@ -68,7 +81,8 @@ class INSTANCE_EXPORT Store {
   virtual std::string describe() const = 0;
 
   // What the store can do beyond the plain operations. May probe a remote
-  // server on first use; later calls return the same answer.
+  // server on first use; later calls return the same answer once one was
+  // learned (Capabilities::unknown says why not yet).
   virtual Capabilities capabilities();
 
   // Reads a document. Errc::not_found when absent, Errc::malformed when the

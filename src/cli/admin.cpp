@@ -106,25 +106,27 @@ void print_table(const std::vector<InstanceEntry>& entries, WallTime now) {
 }
 
 // "mode: exclusive (auto): mutual exclusion by ..." for `run --mode` on this
-// store, then "expiry judged by: ..."; a store that would have to write to
-// learn its capabilities (opened read-only) is not probed, and says so.
+// store, then "expiry judged by: ..."; a store that did not learn its
+// capabilities (opened read-only, it would have had to write; or its server
+// did not answer) says so, and why.
 std::string mode_lines(const std::shared_ptr<Store>& store, Mode requested) {
-  if (!store->capabilities().probed) {
+  if (const auto caps = store->capabilities(); caps.unknown) {
     return "mode: " + std::string(to_string(requested)) +
-           ": decided by `run` (capabilities: not probed: status is read-only, and this store "
-           "is probed by writing)";
+           ": decided by `run` (capabilities: " + caps.unknown->message + ")";
   }
   GuardOptions options;
   options.mode = requested;
   auto guard = Guard::create(store, std::move(options));
   if (!guard) return "mode: " + std::string(to_string(requested)) + ": " + guard.error().message;
-  auto mode = guard->resolve_mode();
+  auto choice = guard->choose_mode();
   std::string line = "mode: ";
-  if (!mode) return line + std::string(to_string(requested)) + ": " + mode.error().message;
-  line += to_string(*mode);
+  if (!choice) return line + std::string(to_string(requested)) + ": " + choice.error().message;
+  line += to_string(choice->mode);
   if (requested == Mode::automatic) line += " (auto)";
-  return line + ": " + std::string(guarantee_summary(*mode)) + "\nexpiry judged by: " +
-         std::string(expiry_summary(*mode, store->capabilities()));
+  line += ": " + std::string(guarantee_summary(choice->mode));
+  if (requested == Mode::automatic) line += "\nchosen because: " + choice->reason;
+  return line + "\nexpiry judged by: " +
+         std::string(expiry_summary(choice->mode, store->capabilities()));
 }
 
 }  // namespace

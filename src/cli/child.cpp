@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -170,6 +171,15 @@ std::vector<std::string> environment_with(std::vector<std::string> environment,
   std::erase_if(environment,
                 [&](const std::string& entry) { return entry.starts_with(prefix); });
   environment.push_back(prefix + value);
+  return environment;
+}
+
+std::vector<std::string> environment_without(std::vector<std::string> environment,
+                                             const std::vector<std::string_view>& names) {
+  std::erase_if(environment, [&](const std::string& entry) {
+    const std::string_view name = std::string_view(entry).substr(0, entry.find('='));
+    return std::ranges::find(names, name) != names.end();
+  });
   return environment;
 }
 

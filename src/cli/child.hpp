@@ -26,6 +26,7 @@
 #include <expected>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "signals.hpp"
@@ -83,5 +84,9 @@ std::vector<std::string> environment_with(char** environ_entries, const std::str
 // `environment` with `name` set to `value` (replacing any earlier value).
 std::vector<std::string> environment_with(std::vector<std::string> environment,
                                           const std::string& name, const std::string& value);
+
+// `environment` without any entry for the variables in `names`.
+std::vector<std::string> environment_without(std::vector<std::string> environment,
+                                             const std::vector<std::string_view>& names);
 
 }  // namespace instance::cli

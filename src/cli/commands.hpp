@@ -22,6 +22,8 @@ struct RunArgs {
   std::optional<std::string> settle;    // --settle
   std::string on_lost = "terminate";    // --on-lost: terminate or ignore
   std::string kill_after = "10s";       // --kill-after
+  // --stand-down-timeout (env INSTANCE_GUARD_STAND_DOWN_TIMEOUT) [10s]
+  std::optional<std::string> stand_down_timeout;
   // --wait[=TIMEOUT]: nullopt without --wait; "" (or "0") waits forever.
   std::optional<std::string> wait;
   std::vector<std::string> command;

@@ -141,6 +141,21 @@ Resolved<std::optional<Duration>> resolve_duration_flag(const std::optional<std:
   return *parsed;
 }
 
+Resolved<Duration> resolve_stand_down_timeout(const std::optional<std::string>& flag,
+                                              const Getenv& getenv) {
+  if (flag) {
+    auto d = resolve_duration_flag(flag, "--stand-down-timeout");
+    if (!d) return std::unexpected(d.error());
+    return **d;
+  }
+  if (auto from_env = getenv("INSTANCE_GUARD_STAND_DOWN_TIMEOUT")) {
+    auto d = resolve_duration_flag(from_env, "INSTANCE_GUARD_STAND_DOWN_TIMEOUT");
+    if (!d) return std::unexpected(ConfigError{kExitConfig, d.error().message});
+    return **d;
+  }
+  return kDefaultStandDownTimeout;
+}
+
 std::string_view guarantee_summary(Mode mode) noexcept {
   switch (mode) {
     case Mode::announce:

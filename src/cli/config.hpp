@@ -75,6 +75,15 @@ Resolved<Mode> resolve_mode(const std::optional<std::string>& flag, const Getenv
 Resolved<std::optional<Duration>> resolve_duration_flag(const std::optional<std::string>& flag,
                                                         std::string_view flag_name);
 
+// How long `run` gives standing down once the child has exited.
+inline constexpr Duration kDefaultStandDownTimeout = std::chrono::seconds(10);
+
+// The stand-down budget: --stand-down-timeout (a usage error when malformed
+// or negative), else $INSTANCE_GUARD_STAND_DOWN_TIMEOUT (a configuration
+// error), else kDefaultStandDownTimeout.
+Resolved<Duration> resolve_stand_down_timeout(const std::optional<std::string>& flag,
+                                              const Getenv& getenv);
+
 // What a mode guarantees, in a few words (for `status`; a claim says it
 // exactly through Claim::guarantee()).
 std::string_view guarantee_summary(Mode mode) noexcept;

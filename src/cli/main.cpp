@@ -95,6 +95,10 @@ int dispatch(int argc, char** argv) {
   run->add_option("--kill-after", run_args.kill_after,
                   "After a loss, how long the child gets between SIGTERM and SIGKILL")
       ->capture_default_str();
+  run->add_option("--stand-down-timeout", run_args.stand_down_timeout,
+                  "How long removing the record may take once COMMAND has exited; past it, or "
+                  "at a further signal, the guard exits and the record expires on its own "
+                  "[env: INSTANCE_GUARD_STAND_DOWN_TIMEOUT] [default: 10s]");
   run->add_option("--wait", run_args.wait,
                   "Wait for the holder to stand down or expire instead of exiting 75; "
                   "--wait=TIMEOUT gives up after TIMEOUT (exit 75) [default: forever]")

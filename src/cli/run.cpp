@@ -5,7 +5,8 @@
 // renewal posts the eventfd so the deadline is re-read then, and an idle
 // guard wakes only at its renewals); the
 // claim (or --wait) runs on a worker thread so a signal can cancel it through
-// its stop_token; renewals run on the guard's scheduler threads, which post
+// its stop_token, and so does the stand-down, so that a signal or
+// --stand-down-timeout ends the tool while the store does not answer; renewals run on the guard's scheduler threads, which post
 // the loss of the claim to the eventfd. The main thread also wakes at the
 // claim's self-fencing deadline (Claim's accessors never wait for a store
 // call), so the child is stopped on time even if the library's own check
@@ -28,6 +29,7 @@
 #include "child.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "instance/credentials.hpp"
 #include "instance/guard.hpp"
 #include "instance/liveness.hpp"
 #include "instance/open_store.hpp"
@@ -76,6 +78,58 @@ int report_refusal(const ClaimError& refusal, const Store& store, Logger& log) {
   return kExitTempFail;
 }
 
+// Milliseconds from `now` until `at`, rounded up, for poll().
+int poll_timeout(MonoTime at, MonoTime now) {
+  if (at <= now) return 0;
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(at - now).count();
+  return ms >= INT_MAX ? INT_MAX : static_cast<int>(ms);
+}
+
+// Ends the tool at once with `code`, without destructors (they would stand
+// down and wait for the store); our record expires on its own.
+[[noreturn]] void exit_now(int code) {
+  std::fflush(nullptr);
+  ::_exit(code);
+}
+
+// Stands the claim down on a worker thread while the main thread watches for
+// signals, and returns once it is done. A signal meanwhile, or `budget`
+// passing (a store that does not answer), ends the tool at once with
+// `exit_code`: the record then expires on its own.
+void stand_down_watching_signals(Claim& claim, Duration budget, int exit_code,
+                                 const SignalSetup& setup, SignalFd& signals, Logger& log) {
+  using steady = std::chrono::steady_clock;
+  const std::string expires_at = format_rfc3339(claim.record().expires_at);
+  const Wakeup done;
+  Result<void> result;
+  std::thread worker([&] {
+    result = claim.stand_down();
+    done.notify();
+  });
+  const MonoTime deadline = steady::now() + budget;
+  for (;;) {
+    const Ready ready = wait_for_events(signals, done, poll_timeout(deadline, steady::now()));
+    if (ready.wakeup && done.consume()) break;
+    for (const int sig : signals.drain()) {
+      if (sig == SIGCHLD || setup.was_ignored(sig)) continue;
+      log.warn("signal during stand-down; exiting without waiting for the store",
+               {{"signal", signal_name(sig)}, {"expires_at", expires_at}});
+      exit_now(exit_code);
+    }
+    if (steady::now() >= deadline) {
+      log.warn("stand-down did not finish within --stand-down-timeout; exiting, the record "
+               "expires on its own",
+               {{"stand_down_timeout", format_duration(budget)}, {"expires_at", expires_at}});
+      exit_now(exit_code);
+    }
+  }
+  worker.join();
+  if (!result) {
+    log.warn("stand down failed; the record expires on its own",
+             {{"error", result.error().message}, {"expires_at", expires_at}});
+  }
+}
+
 // Claims on a worker thread while the main thread watches for signals. A
 // forwarded signal during the claim stops the attempt and stands down
 // anything already claimed; the tool then ends with 128+N. A second signal
@@ -83,7 +137,8 @@ int report_refusal(const ClaimError& refusal, const Store& store, Logger& log) {
 // With `wait`, waits for a holder to go (Guard::claim_waiting) instead of
 // refusing at once.
 ClaimOutcome claim_watching_signals(Guard& guard, const std::optional<WaitOptions>& wait,
-                                    const SignalSetup& setup, SignalFd& signals, Logger& log) {
+                                    Duration stand_down_budget, const SignalSetup& setup,
+                                    SignalFd& signals, Logger& log) {
   Wakeup done;
   std::optional<ClaimResult> result;
   std::jthread worker([&](std::stop_token stop) {
@@ -105,19 +160,18 @@ ClaimOutcome claim_watching_signals(Guard& guard, const std::optional<WaitOption
       } else if (!finished) {
         log.warn("second signal; exiting without waiting for the store",
                  {{"signal", signal_name(sig)}});
-        ::_exit(exit_code_for_signal(sig));
+        exit_now(exit_code_for_signal(sig));
       }
     }
   }
   worker.join();
 
   if (stopped_by) {
+    const int code = exit_code_for_signal(*stopped_by);
     if (result && result->has_value()) {
-      if (auto down = (*result)->stand_down(); !down) {
-        log.warn("stand down failed", {{"error", down.error().message}});
-      }
+      stand_down_watching_signals(**result, stand_down_budget, code, setup, signals, log);
     }
-    return std::unexpected(exit_code_for_signal(*stopped_by));
+    return std::unexpected(code);
   }
   if (result->has_value()) return std::move(**result);
   const ClaimError& error = result->error();
@@ -152,13 +206,6 @@ class LossReport {
   mutable std::mutex mu_;
   std::optional<std::string> why_;
 };
-
-// Milliseconds from `now` until `at`, rounded up, for poll().
-int poll_timeout(MonoTime at, MonoTime now) {
-  if (at <= now) return 0;
-  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(at - now).count();
-  return ms >= INT_MAX ? INT_MAX : static_cast<int>(ms);
-}
 
 struct Supervised {
   int status = 0;                    // the child's
@@ -265,6 +312,11 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
       return d->error().exit_code;
     }
   }
+  auto stand_down_budget = resolve_stand_down_timeout(args.stand_down_timeout, getenv);
+  if (!stand_down_budget) {
+    log.error(stand_down_budget.error().message);
+    return stand_down_budget.error().exit_code;
+  }
   if (args.on_lost != "terminate" && args.on_lost != "ignore") {
     log.error("--on-lost: expected terminate or ignore, got \"" + args.on_lost + "\"");
     return kExitUsage;
@@ -329,10 +381,13 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
              {{"error", liveness.error().message}});
   }
 
-  auto claim = claim_watching_signals(*guard, wait_options, setup, signals, log);
+  auto claim =
+      claim_watching_signals(*guard, wait_options, *stand_down_budget, setup, signals, log);
   if (!claim) return claim.error();
 
-  auto environment = environment_with(environ, "INSTANCE_GUARD_ID", claim->id());
+  // The store's credentials stay with the guard: the child never sees them.
+  auto environment = environment_without(environment_with(environ, "INSTANCE_GUARD_ID", claim->id()),
+                                         credential_variables(*url));
   if (const auto epoch = claim->epoch()) {
     environment = environment_with(std::move(environment), "INSTANCE_GUARD_EPOCH",
                                    std::to_string(*epoch));
@@ -341,9 +396,8 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
   auto child = Child::spawn(spec, setup);
   if (!child) {
     log.error(child.error().message);
-    if (auto down = claim->stand_down(); !down) {
-      log.warn("stand down failed", {{"error", down.error().message}});
-    }
+    stand_down_watching_signals(*claim, *stand_down_budget, child.error().exit_code, setup,
+                                signals, log);
     return child.error().exit_code;
   }
   log.debug("child started", {{"pid", std::to_string(child->pid())}, {"command", args.command.front()}});
@@ -360,16 +414,11 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
       // record expires on its own.
       log.warn("exiting without standing down; the record expires on its own");
     }
-    std::fflush(nullptr);
-    ::_exit(kExitTempFail);  // no destructors: they would stand down and wait
+    exit_now(kExitTempFail);
   }
   const int status = result.status;
   log.info("child exited; standing down", {{"status", std::to_string(status)}});
-  if (auto down = claim->stand_down(); !down) {
-    log.warn("stand down failed; the record expires on its own",
-             {{"error", down.error().message},
-              {"expires_at", format_rfc3339(claim->record().expires_at)}});
-  }
+  stand_down_watching_signals(*claim, *stand_down_budget, status, setup, signals, log);
   return status;
 }
 

@@ -3,6 +3,7 @@
 
 #include "instance/logger.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -37,6 +38,21 @@ std::optional<std::string> credential_env(const OpenOptions& options, std::strin
   }
   if (value && value->empty()) return std::nullopt;
   return value;
+}
+
+std::vector<std::string_view> credential_variables(std::string_view store_url) {
+  std::vector<std::string_view> out(kCredentialEnv.begin(), kCredentialEnv.end());
+  const std::string_view scheme = store_url.substr(0, store_url.find("://"));
+  auto is = [&](std::string_view name) {
+    return scheme.size() == name.size() &&
+           std::equal(scheme.begin(), scheme.end(), name.begin(), [](char a, char b) {
+             return std::tolower(static_cast<unsigned char>(a)) == b;
+           });
+  };
+  if (store_url.find("://") != std::string_view::npos && (is("postgres") || is("postgresql"))) {
+    out.insert(out.end(), kPostgresCredentialEnv.begin(), kPostgresCredentialEnv.end());
+  }
+  return out;
 }
 
 std::string shown_store_url(std::string_view url) {

@@ -9,16 +9,20 @@
 // on "instances.lock" decides who holds; the lease document then only
 // carries the epoch and names the holder:
 //   acquire  lock (Errc::locked -> refuse), then take the lease document
-//            whatever it says (the lock proves its holder is gone), epoch + 1,
-//            or the store's own number for the lock (Store::lock_epoch: an
-//            etcd revision, a PostgreSQL sequence, a Redis INCR) when that
-//            is larger.
+//            whatever it says, epoch + 1, or the store's own number for the
+//            lock (Store::lock_epoch: an etcd revision, a PostgreSQL
+//            sequence, a Redis INCR) when that is larger. Before writing it,
+//            scan instances/: a live record of another instance gives the
+//            lock back and refuses. A lock proves only that its last holder
+//            stopped refreshing it (a store may drop locks, or keep them for
+//            less than asked), so that holder's record blocks until its own
+//            expires_at; others' for max_skew longer.
 //   renew    refresh the lock (refused -> lost), then the document.
+//   release  remove our record, mark the document released, unlock.
 //   The store's grant (Store::lock_granted) may differ from the ttl asked:
 //   renewals and self-fencing follow the shorter of the two (guard.cpp), a
 //   grant too short to renew safely refuses the claim (or loses it on a
 //   refresh), and the lease and record carry the longer as their expiry.
-//   release  mark the document released, unlock.
 // Without a native lease, compare-and-set on the document decides:
 //   acquire  read the lease. Held by a live other (expiry + max_skew not yet
 //            passed, and not a dead process on this host) -> refuse. Else
@@ -29,8 +33,8 @@
 //            Finally write our record, for original guards and `status`.
 //   renew    conditional replace on the version we last wrote. A conflict
 //            means the lease was taken: the claim is lost. Then our record.
-//   release  conditional replace with released = true (the document stays,
-//            so the epoch never goes back), then delete our record.
+//   release  delete our record, then conditional replace with released =
+//            true (the document stays, so the epoch never goes back).
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
@@ -193,19 +197,20 @@ class Exclusive final : public Protocol {
   }
 
   Result<void> release(const Context& ctx, Holding& held) override {
+    // Our record goes first, while the lease is still ours: a successor that
+    // takes the lease over must not find it live (it would refuse).
+    Result<void> outcome = remove_our_record(ctx);
     Lease lease = ours(ctx, *held.epoch, ctx.clock.wall(), held.granted);
     lease.released = true;
     auto version = write_lease(ctx, lease, held.lease_version);
-    Result<void> outcome;
-    if (!version && !lost_code(version.error().code)) outcome = std::unexpected(version.error());
+    if (!version && !lost_code(version.error().code) && outcome) {
+      outcome = std::unexpected(version.error());
+    }
     if (native_ && !held.lock_token.empty()) {
       if (auto unlocked = ctx.store.unlock(lock_key(), held.lock_token);
           !unlocked && unlocked.error().code != Errc::not_found && outcome) {
         outcome = std::unexpected(unlocked.error());
       }
-    }
-    if (auto removed = remove_our_record(ctx); !removed && outcome) {
-      outcome = std::unexpected(removed.error());
     }
     return outcome;
   }
@@ -273,10 +278,12 @@ class Exclusive final : public Protocol {
                     {"document_epoch", std::to_string(epoch)}});
     }
     epoch = std::max(epoch, numbered);
-    // An original guard's live record still keeps us out.
-    const ScanRules rules{.reap = true, .margin = *ctx.options.max_skew,
-                          .blocks = [&](const Record& r) { return r.id != previous; }};
-    if (auto clear = scan_others(ctx, stop, rules); !clear) return give_up(clear.error());
+    // Every other live record still keeps us out (an original guard's; the
+    // last holder's, whose lock the store may have dropped while it runs):
+    // the lock is given back and the claim refused.
+    if (auto clear = scan_others(ctx, stop, rules_after_holder(ctx, previous)); !clear) {
+      return give_up(clear.error());
+    }
 
     const Lease lease = ours(ctx, epoch, ctx.clock.wall(), held.granted);
     auto written = version.empty() ? ctx.store.replace(lease_key(), encode(lease))
@@ -288,6 +295,19 @@ class Exclusive final : public Protocol {
     held.lease_version = std::move(*written);
     held.epoch = epoch;
     return finish(ctx, std::move(held));
+  }
+
+  // The scan once the lease (or lock) is ours to take: every other live
+  // record blocks. Records count as live for max_skew past their expiry,
+  // except the last holder's (`previous`), whose lease already lapsed on the
+  // clock that judges it: its record blocks only until its own expires_at.
+  // A dead process on this host never blocks (is_live).
+  static ScanRules rules_after_holder(const Context& ctx, std::string previous) {
+    return ScanRules{.reap = true, .margin = *ctx.options.max_skew,
+                     .blocks = [&clock = ctx.clock, previous = std::move(previous)](
+                                   const Record& r) {
+                       return r.id != previous || clock.wall() < r.expires_at;
+                     }};
   }
 
   // Our lease document; its expiry is the ttl, or the store's lock grant
@@ -325,9 +345,7 @@ class Exclusive final : public Protocol {
     // The lease is ours to take; an original guard's live record still keeps
     // us out (and stale records are cleaned up on the way).
     const std::string previous = current ? current->holder : "";
-    const ScanRules rules{.reap = true, .margin = *ctx.options.max_skew,
-                          .blocks = [&](const Record& r) { return r.id != previous; }};
-    if (auto clear = scan_others(ctx, stop, rules); !clear) {
+    if (auto clear = scan_others(ctx, stop, rules_after_holder(ctx, previous)); !clear) {
       return std::unexpected(std::move(clear.error()));
     }
 

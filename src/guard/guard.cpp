@@ -355,6 +355,10 @@ Result<Guard> Guard::create(std::shared_ptr<Store> store, GuardOptions options) 
     return fail(Errc::invalid, "settle (" + format_duration(options.settle) +
                                    ") must be at least 0 and less than a third of the ttl");
   }
+  if (options.startup_timeout < Duration::zero()) {
+    return fail(Errc::invalid, "the start-up timeout must be at least 0; got " +
+                                   format_duration(options.startup_timeout));
+  }
   if (options.id.empty()) options.id = random_id();
   if (auto ok = check_id(options.id); !ok) return std::unexpected(ok.error());
   if (options.host.empty()) options.host = this_host();
@@ -367,42 +371,82 @@ Result<Guard> Guard::create(std::shared_ptr<Store> store, GuardOptions options) 
   return Guard(std::move(store), std::move(options));
 }
 
-Result<Mode> Guard::resolve_mode() {
-  const Capabilities caps = store_->capabilities();
-  switch (options_->mode) {
-    case Mode::automatic:
-      return caps.native_lease || caps.conditional_writes ? Mode::exclusive : Mode::verify;
-    case Mode::exclusive:
-      if (!caps.native_lease && !caps.conditional_writes) {
-        return fail(Errc::unsupported,
-                    store_->describe() + " offers neither a native lease nor conditional "
-                                         "writes, so exclusive mode is impossible; use "
-                                         "--mode verify (or auto)");
-      }
-      return Mode::exclusive;
-    default:
-      return options_->mode;
+Result<Capabilities> Guard::learn_capabilities(std::stop_token stop) {
+  Clock& clock = *options_->clock;
+  const MonoTime deadline = clock.monotonic() + options_->startup_timeout;
+  Duration pause = std::chrono::milliseconds(250);
+  for (bool told = false;; told = true) {
+    Capabilities caps = store_->capabilities();
+    if (!caps.unknown) return caps;
+    const Error& why = *caps.unknown;
+    const bool transient = why.code == Errc::unavailable || why.code == Errc::timeout;
+    const MonoTime now = clock.monotonic();
+    if (!transient || now >= deadline) {
+      return fail(why.code, "cannot learn what " + store_->describe() +
+                                " supports, so no mode is chosen (a weaker one is never "
+                                "assumed): " + why.message);
+    }
+    if (!told) {
+      options_->logger->warn("cannot learn what the store supports yet; trying again",
+                             {{"store", store_->describe()}, {"error", why.message},
+                              {"give_up_in", format_duration(deadline - now)}});
+    }
+    if (!clock.sleep_for(std::min(pause, deadline - now), stop)) {
+      return fail(Errc::cancelled, "claim cancelled");
+    }
+    pause = std::min<Duration>(pause * 2, std::chrono::seconds(2));
   }
+}
+
+Result<Guard::ModeChoice> Guard::choose_mode(std::stop_token stop) {
+  const Mode requested = options_->mode;
+  if (requested == Mode::announce || requested == Mode::verify) {
+    return ModeChoice{requested, "requested"};
+  }
+  auto caps = learn_capabilities(stop);
+  if (!caps) return std::unexpected(caps.error());
+  const bool lease = caps->native_lease;
+  const bool cas = caps->conditional_writes;
+  if (requested == Mode::exclusive) {
+    if (!lease && !cas) {
+      return fail(Errc::unsupported,
+                  store_->describe() + " offers neither a native lease nor conditional "
+                                       "writes, so exclusive mode is impossible; use "
+                                       "--mode verify (or auto)");
+    }
+    return ModeChoice{Mode::exclusive, "requested"};
+  }
+  if (lease) return ModeChoice{Mode::exclusive, "the store has its own locks"};
+  if (cas) return ModeChoice{Mode::exclusive, "the store has atomic conditional writes"};
+  return ModeChoice{Mode::verify,
+                    "the store has neither its own locks nor atomic conditional writes"};
+}
+
+Result<Mode> Guard::resolve_mode(std::stop_token stop) {
+  auto choice = choose_mode(stop);
+  if (!choice) return std::unexpected(choice.error());
+  return choice->mode;
 }
 
 std::expected<Claim, ClaimError> Guard::claim(std::stop_token stop) {
   if (stop.stop_requested()) {
     return std::unexpected(detail::failure(Errc::cancelled, "claim cancelled"));
   }
-  auto mode = resolve_mode();
-  if (!mode) return std::unexpected(ClaimError{mode.error(), std::nullopt});
+  auto choice = choose_mode(stop);
+  if (!choice) return std::unexpected(ClaimError{choice.error(), std::nullopt});
+  const Mode mode = choice->mode;
 
   auto state = std::make_shared<detail::ClaimState>();
   state->store = store_;
   state->options = options_;
-  state->protocol = make_protocol(*mode);
+  state->protocol = make_protocol(mode);
   state->key = key_;
   state->self = detail::HostIdentity{options_->host, options_->boot_id, options_->pid_ns,
                                      *options_->pid};
   state->id = options_->id;
-  state->mode = *mode;
+  state->mode = mode;
 
-  if (*mode == Mode::verify && options_->check_lag && !lag_checked_->load()) {
+  if (mode == Mode::verify && options_->check_lag && !lag_checked_->load()) {
     auto lag = detail::check_visibility_lag(state->context(), stop);
     if (!lag) return std::unexpected(ClaimError{lag.error(), std::nullopt});
     lag_checked_->store(true);
@@ -419,7 +463,9 @@ std::expected<Claim, ClaimError> Guard::claim(std::stop_token stop) {
   }
   std::vector<LogField> fields{{"id", options_->id},
                                {"store", store_->describe()},
-                               {"mode", std::string(to_string(*mode))},
+                               {"mode", std::string(to_string(mode))},
+                               {"requested", std::string(to_string(options_->mode))},
+                               {"mode_reason", choice->reason},
                                {"guarantee", std::string(state->protocol->guarantee())},
                                {"ttl", format_duration(options_->ttl)}};
   {

@@ -1,14 +1,22 @@
 // verify: exclusion without compare-and-set: write, settle, scan
 // (docs/design/modes.md and arguments.md, "verify").
 //
-//   acquire  1. scan: refuse beside any live or unreadable record of another
-//               id (and reap stale ones);
+//   acquire  1. scan: refuse beside any live held or unreadable record of
+//               another id (and reap stale ones); a live "claiming" one is a
+//               collision (below);
 //            2. write our record in state "claiming";
 //            3. wait `settle`, the store's longest visibility lag;
-//            4. scan again: any other live record, claiming or held -> remove
-//               ours and refuse (never "lowest id wins": a contender that
-//               already passed its scan without seeing us would run beside us);
+//            4. scan again: another live held record -> remove ours and
+//               refuse; another claiming one -> remove ours: a collision
+//               (never "lowest id wins": a contender that already passed its
+//               scan without seeing us would run beside us);
 //            5. rewrite ours as held.
+//            After a collision, back off a random time and start again at 1,
+//            until options.startup_timeout has passed since the first try;
+//            then refuse, naming the contender seen last. Contenders that
+//            collided spread out, so one of them gets through; each attempt
+//            is a full write-settle-scan, so the proof below holds for every
+//            grant.
 //   renew    rewrite ours, then scan: another live held record is a collision
 //            the protocol could not prevent (a partition, a lag beyond
 //            settle); the later claimant by (started_at, id) has lost.
@@ -19,6 +27,9 @@
 // sA >= wA + settle; if it misses B's record then sA < wB + settle, so
 // wA < wB. If B's also misses A's, wB < wA. Both cannot hold.
 #include <algorithm>
+#include <functional>
+#include <random>
+#include <string>
 
 #include "instance/time.hpp"
 #include "protocol.hpp"
@@ -37,36 +48,36 @@ class Verify final : public Protocol {
   }
 
   std::expected<Holding, ClaimError> acquire(const Context& ctx, std::stop_token stop) override {
-    const ScanRules first{.reap = true, .margin = *ctx.options.max_skew};
-    if (auto clear = scan_others(ctx, stop, first); !clear) {
-      return std::unexpected(std::move(clear.error()));
+    const MonoTime first_try = ctx.clock.monotonic();
+    const MonoTime deadline = first_try + ctx.options.startup_timeout;
+    // Seeded from what tells contenders apart (their ids, their clocks), not
+    // from a device: the simulator replays a seed exactly.
+    std::mt19937_64 rng(std::hash<std::string>{}(ctx.options.id) ^
+                        static_cast<std::uint64_t>(first_try.time_since_epoch().count()) ^
+                        (static_cast<std::uint64_t>(ctx.self.pid) << 32));
+    for (int collisions = 0;; ++collisions) {
+      const MonoTime began = ctx.clock.monotonic();
+      auto attempt = attempt_once(ctx, stop);
+      if (attempt || !attempt.error().collided) {
+        if (attempt) return std::move(*attempt);
+        return std::unexpected(std::move(attempt.error().error));
+      }
+      const MonoTime now = ctx.clock.monotonic();
+      if (now >= deadline) return std::unexpected(std::move(attempt.error().error));
+      // Random backoff, growing with each collision, in units of how long
+      // one attempt took here (at least 10 ms).
+      const Duration unit = std::max<Duration>(now - began, std::chrono::milliseconds(10));
+      const Duration::rep span = unit.count() << std::min(collisions, 3);
+      const Duration nap =
+          std::min(Duration{std::uniform_int_distribution<Duration::rep>(0, span)(rng)},
+                   deadline - now);
+      ctx.log.debug("collided with another claimer; trying again",
+                    {{"contender", attempt.error().error.holder->record->id},  // is_claimer
+                     {"retry_in", format_duration(nap)}});
+      if (!ctx.clock.sleep_for(nap, stop)) {
+        return std::unexpected(failure(Errc::cancelled, "claim cancelled"));
+      }
     }
-    Holding held{.record = our_record(ctx, ctx.clock.wall(), kClaiming)};
-    if (auto written = ctx.store.replace(ctx.record_key, encode_record(held.record)); !written) {
-      return std::unexpected(failure(written.error().code,
-                                     "cannot write our record: " + written.error().message));
-    }
-    if (!ctx.clock.sleep_for(ctx.options.settle, stop)) {
-      withdraw(ctx);
-      return std::unexpected(failure(Errc::cancelled, "claim cancelled"));
-    }
-    // Second scan: every other live record blocks, claiming or held. Nothing
-    // is reaped here; the first scan did that.
-    const ScanRules second{.reap = false, .margin = *ctx.options.max_skew};
-    if (auto clear = scan_others(ctx, stop, second); !clear) {
-      withdraw(ctx);
-      return std::unexpected(std::move(clear.error()));
-    }
-    held.record.state.clear();  // held
-    const WallTime now = ctx.clock.wall();
-    held.record.renewed_at = now;
-    held.record.expires_at = now + ctx.options.ttl;
-    if (auto written = ctx.store.replace(ctx.record_key, encode_record(held.record)); !written) {
-      withdraw(ctx);
-      return std::unexpected(failure(written.error().code,
-                                     "cannot mark our record held: " + written.error().message));
-    }
-    return held;
   }
 
   Renewal renew(const Context& ctx, Holding& held) override {
@@ -95,6 +106,54 @@ class Verify final : public Protocol {
   Result<void> release(const Context& ctx, Holding&) override { return remove_our_record(ctx); }
 
  private:
+  // Why one attempt did not get the claim; `collided` when only another
+  // claimer (a record still "claiming") was in the way.
+  struct Missed {
+    ClaimError error;
+    bool collided = false;
+  };
+
+  static bool is_claimer(const ClaimError& refused) {
+    return refused.error.code == Errc::another_instance && refused.holder &&
+           refused.holder->record && refused.holder->record->state == kClaiming;
+  }
+
+  // One write-settle-scan (steps 1 to 5 above).
+  static std::expected<Holding, Missed> attempt_once(const Context& ctx, std::stop_token stop) {
+    auto missed = [](ClaimError e) {
+      const bool collided = is_claimer(e);
+      return std::unexpected(Missed{std::move(e), collided});
+    };
+    const ScanRules first{.reap = true, .margin = *ctx.options.max_skew};
+    if (auto clear = scan_others(ctx, stop, first); !clear) return missed(std::move(clear.error()));
+    Holding held{.record = our_record(ctx, ctx.clock.wall(), kClaiming)};
+    if (auto written = ctx.store.replace(ctx.record_key, encode_record(held.record)); !written) {
+      return missed(failure(written.error().code,
+                            "cannot write our record: " + written.error().message));
+    }
+    if (!ctx.clock.sleep_for(ctx.options.settle, stop)) {
+      withdraw(ctx);
+      return missed(failure(Errc::cancelled, "claim cancelled"));
+    }
+    // Second scan: every other live record blocks, claiming or held. Nothing
+    // is reaped here; the first scan did that.
+    const ScanRules second{.reap = false, .margin = *ctx.options.max_skew};
+    if (auto clear = scan_others(ctx, stop, second); !clear) {
+      withdraw(ctx);
+      return missed(std::move(clear.error()));
+    }
+    held.record.state.clear();  // held
+    const WallTime now = ctx.clock.wall();
+    held.record.renewed_at = now;
+    held.record.expires_at = now + ctx.options.ttl;
+    if (auto written = ctx.store.replace(ctx.record_key, encode_record(held.record)); !written) {
+      withdraw(ctx);
+      return missed(failure(written.error().code,
+                            "cannot mark our record held: " + written.error().message));
+    }
+    return held;
+  }
+
   static void withdraw(const Context& ctx) {
     if (auto removed = remove_our_record(ctx); !removed) {
       ctx.log.warn("could not withdraw our claiming record; it expires on its own",
@@ -112,7 +171,8 @@ Result<Duration> check_visibility_lag(const Context& ctx, std::stop_token stop) 
   const Key probe = *folder.child(ctx.options.id);
   const std::string token = "probe " + ctx.options.id + " " + format_rfc3339(ctx.clock.wall());
   if (auto written = ctx.store.replace(probe, token); !written) {
-    return fail(written.error().code, "visibility self-test: " + written.error().message);
+    return fail(written.error().code,
+                written.error().message + " (writing verify's visibility probe)");
   }
   const MonoTime acked = ctx.clock.monotonic();
   // Past this we stop waiting: the lag is already too long to be useful.

@@ -68,6 +68,11 @@ epoch3=$(sed -n 's/^third ran //p' "$WORK/last.out")
 ((ELAPSED_MS < 3000)) || fail "the third run took ${ELAPSED_MS} ms after the first exited"
 ok "the next run took over at once (${ELAPSED_MS} ms) with epoch $epoch3"
 
+run_guard run --store "$STORE_URL" --mode exclusive --id envcheck -- env
+expect_exit 0 "run env on CS3"
+expect_clean_child_env "$WORK/last.out" "$secret"
+ok "the child's environment holds neither the service account nor its secret file"
+
 # No secret or token in any output at debug level (tokens look like eyJ-access-).
 for f in "$WORK"/first.err "$WORK"/first.out "$WORK"/last.err "$WORK"/last.out; do
   ! grep -qF "$secret" "$f" || fail "the secret appears in $f"

@@ -18,6 +18,18 @@ grep -qx svc-1 "$WORK/mysvc.listing" || fail "no record under \$XDG_STATE_HOME/i
 grep -qx svc-1 "$WORK/mysvc.id" || fail "the child did not get INSTANCE_GUARD_ID=svc-1"
 ok "default store \$XDG_STATE_HOME/instance-guard/<basename>; child got INSTANCE_GUARD_ID"
 
+# Credential variables stay with the guard, whatever the store; the child's
+# other variables pass, PGPASSWORD too when the store is not PostgreSQL (the
+# guard does not read it then).
+INSTANCE_GUARD_USER=u INSTANCE_GUARD_PASSWORD=Pw-env-1 INSTANCE_GUARD_TOKEN=Tk-env-2 \
+  INSTANCE_GUARD_CS3_ID=sa INSTANCE_GUARD_CS3_SECRET=Sc-env-3 INSTANCE_GUARD_CS3_SECRET_FILE=/nonexistent \
+  PGPASSWORD=Pg-own-4 MY_SETTING=kept run_guard run --id env-1 -- env
+expect_exit 0 "run env with credential variables set"
+expect_clean_child_env "$WORK/last.out" Pw-env-1 Tk-env-2 Sc-env-3
+grep -qx MY_SETTING=kept "$WORK/last.out" || fail "the child lost an ordinary variable"
+grep -qx PGPASSWORD=Pg-own-4 "$WORK/last.out" || fail "the child lost PGPASSWORD on a directory store"
+ok "the child's environment holds no credential variable; its own variables pass"
+
 # --name, and HOME when XDG_STATE_HOME is unset; status finds it by --name.
 home=$WORK/home
 mkdir -p "$home"

@@ -104,6 +104,26 @@ run_guard() {
   ELAPSED_MS=$(($(now_ms) - start))
 }
 
+# The variables the stores read credentials from (instance/credentials.hpp);
+# `run` removes them from the child's environment.
+CREDENTIAL_VARS=(INSTANCE_GUARD_USER INSTANCE_GUARD_PASSWORD INSTANCE_GUARD_TOKEN INSTANCE_GUARD_CS3_ID
+  INSTANCE_GUARD_CS3_SECRET INSTANCE_GUARD_CS3_SECRET_FILE)
+
+# expect_clean_child_env FILE [SECRET...]: FILE, the output of `env` run as
+# the guarded command, is a child's environment (it has INSTANCE_GUARD_ID)
+# that holds no credential variable and none of the SECRETs.
+expect_clean_child_env() {
+  local file=$1 name secret
+  shift
+  grep -q '^INSTANCE_GUARD_ID=' "$file" || fail "$file is not a child's environment: $(cat "$file")"
+  for name in "${CREDENTIAL_VARS[@]}"; do
+    ! grep -q "^$name=" "$file" || fail "the child's environment holds $name"
+  done
+  for secret in "$@"; do
+    ! grep -qF -- "$secret" "$file" || fail "the child's environment holds a credential's value"
+  done
+}
+
 # expect_exit CODE DESCRIPTION: checks $EXIT_CODE from run_guard/wait_exit.
 expect_exit() {
   [[ $EXIT_CODE == "$1" ]] || {

@@ -78,8 +78,15 @@ processes=$(ps -eo args)  # read before grep runs: grep's own arguments hold the
 kill -TERM "$env_guard"
 wait_exit "$env_guard" 10
 ! grep -qF "$PG_PASSWORD" "$WORK/env-run.out" "$WORK/env-run.err" || fail "the password appears in the output"
+run_guard run --store "$auth_store" --id env -- env
+expect_exit 0 "run env with credentials from the environment"
+expect_clean_child_env "$WORK/last.out" "$PG_PASSWORD"
 unset INSTANCE_GUARD_USER INSTANCE_GUARD_PASSWORD
-ok "a password from the environment works and is not in ps"
+PGPASSWORD=$PG_PASSWORD run_guard run --store "$auth_store" --user guard --id pg -- env
+expect_exit 0 "run with libpq's PGPASSWORD"
+expect_clean_child_env "$WORK/last.out" "$PG_PASSWORD"
+! grep -q '^PGPASSWORD=' "$WORK/last.out" || fail "the child sees PGPASSWORD"
+ok "a password from the environment works and is not in ps nor in the child's environment"
 
 printf '%s\n' 'not-the-Pg-pw-2' >"$WORK/wrong"
 run_guard --log-level debug run --store "$auth_store" --user guard --password-file "$WORK/wrong" \

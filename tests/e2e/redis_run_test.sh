@@ -91,11 +91,11 @@ wait_exit "$authed" 10
 ! grep -qF "$password" "$WORK/authed.out" "$WORK/authed.err" || fail "the password appears in the output"
 ok "a password file works; the password is not in ps nor in the debug output"
 
-INSTANCE_GUARD_PASSWORD=$password run_guard --log-level debug run --store "$auth_store" --id a -- bash -c 'echo from-env'
+INSTANCE_GUARD_PASSWORD=$password run_guard --log-level debug run --store "$auth_store" --id a -- env
 expect_exit 0 "run with the password in the environment"
-grep -q from-env "$WORK/last.out" || fail "the command did not run"
-! grep -qF "$password" "$WORK/last.out" "$WORK/last.err" || fail "the password appears in the output"
-ok "INSTANCE_GUARD_PASSWORD works"
+! grep -qF "$password" "$WORK/last.err" || fail "the password appears in the output"
+expect_clean_child_env "$WORK/last.out" "$password"
+ok "INSTANCE_GUARD_PASSWORD works; the child's environment holds no credential"
 
 printf '%s\n' 'not-the-Pw-9' >"$WORK/wrong"
 run_guard --log-level debug run --store "$auth_store" --password-file "$WORK/wrong" -- bash -c 'echo no'

@@ -31,10 +31,11 @@ grep -q authorised "$WORK/last.out" || fail "the command did not run with the ri
 ok "basic auth with --password-file works; the password is not in the debug output"
 
 INSTANCE_GUARD_USER=guard INSTANCE_GUARD_PASSWORD=$password \
-  run_guard --log-level debug run --store "$auth_store" --id a -- bash -c 'echo from-env'
+  run_guard --log-level debug run --store "$auth_store" --id a -- env
 expect_exit 0 "run with credentials from the environment"
-! grep -qF "$password" "$WORK/last.out" "$WORK/last.err" || fail "the password appears in the output"
-ok "basic auth from the environment works"
+! grep -qF "$password" "$WORK/last.err" || fail "the password appears in the output"
+expect_clean_child_env "$WORK/last.out" "$password"
+ok "basic auth from the environment works; the child's environment holds no credential"
 
 run_guard --log-level debug run --store "$auth_store" --user guard --password-file "$WORK/wrong" \
   --id a -- bash -c 'echo should-not-run'

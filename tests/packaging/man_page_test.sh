@@ -68,12 +68,14 @@ grep -qx INSTANCE_GUARD_PASSWORD <<<"$env_help" || problem "no [env: A, B] list 
 env_man=$(section ENVIRONMENT | awk 'prev == ".TP" {print $2} {prev = $0}' | sort -u)
 # Also every INSTANCE_GUARD_* variable the code names (read, or set for the
 # child), with or without a --help entry.
-code_vars=$(grep -rhoE '"INSTANCE_GUARD_[A-Z0-9_]+"' "$INSTANCE_SOURCE_DIR/src" | tr -d '"' | sort -u)
+# (instance/credentials.hpp names the credential variables for every store.)
+code_dirs=("$INSTANCE_SOURCE_DIR/src" "$INSTANCE_SOURCE_DIR/include")
+code_vars=$(grep -rhoE '"INSTANCE_GUARD_[A-Z0-9_]+"' "${code_dirs[@]}" | tr -d '"' | sort -u)
 for var in $env_help $code_vars XDG_STATE_HOME HOME; do
   grep -qx "$var" <<<"$env_man" || problem "ENVIRONMENT lacks $var"
 done
 for var in $env_man; do
-  grep -rqF "\"$var\"" "$INSTANCE_SOURCE_DIR/src" || problem "ENVIRONMENT names $var, which no code reads"
+  grep -rqF "\"$var\"" "${code_dirs[@]}" || problem "ENVIRONMENT names $var, which no code reads"
 done
 
 # Exit codes.

@@ -1,7 +1,8 @@
 // N guards (2 to 16) claiming at the same instant, round after round, on the
 // memory and directory stores: at most one holder at any moment in verify,
-// exclusive and auto; announce's double holders are counted and reported
-// (the original's known hole), not asserted away.
+// exclusive and auto, and a holder in (almost) every round (verify: at least
+// 95 % of rounds); announce's double holders are counted and reported (the
+// original's known hole), not asserted away.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -52,6 +53,9 @@ TEST_P(Race, AtMostOneHolderAtAnyMoment) {
   EXPECT_LE(r.max_holders, 1);
   if (c.mode != Mode::verify) {
     EXPECT_EQ(r.claims, r.rounds) << "a compare-and-set lease always has a winner";
+  } else {
+    // Contenders that collide back off and try again: someone gets through.
+    EXPECT_GE(r.claims * 100, r.rounds * 95) << "verify let nobody run in too many rounds";
   }
 }
 

@@ -70,6 +70,17 @@ class ModesTest : public ::testing::Test {
   void put_record(const Record& r) {
     ASSERT_TRUE(memory->replace(record_key(r.id).value(), encode_record(r)));
   }
+  // A store on which b writes a claiming (or held: state "") record while
+  // our guard settles, so its second scan sees it; b's record expires `b_for`
+  // later (b crashed, or is still trying).
+  std::shared_ptr<HookStore> contender_appears(Duration b_for, std::string state) {
+    auto hook = std::make_shared<HookStore>(memory);
+    hook->before_replace = [this, b_for, state](const Key&, std::string_view) {
+      put_record({.id = "b", .started_at = clock->wall(), .expires_at = clock->wall() + b_for,
+                  .state = state});
+    };
+    return hook;
+  }
 };
 
 // ---- exclusive --------------------------------------------------------------
@@ -236,19 +247,40 @@ TEST_F(ModesTest, VerifyWaitsTheSettleTimeBetweenWriteAndScan) {
   EXPECT_EQ(clock->monotonic() - before, Duration{200ms});
 }
 
-TEST_F(ModesTest, VerifyContendersThatSeeEachOtherBothWithdraw) {
-  // b writes its claiming record while a settles: a's second scan sees it.
-  auto hook = std::make_shared<HookStore>(memory);
-  hook->before_replace = [&](const Key&, std::string_view) {
-    Record b{.id = "b", .started_at = clock->wall(), .expires_at = clock->wall() + 30s,
-             .state = "claiming"};
-    put_record(b);
-  };
+TEST_F(ModesTest, VerifyContendersThatSeeEachOtherWithdrawAndTryAgain) {
+  auto hook = contender_appears(1s, "claiming");
+  const MonoTime before = clock->monotonic();
   auto a = guard("a", Mode::verify, hook).claim();
+  ASSERT_TRUE(a.has_value()) << a.error().error.message;
+  // b's record counted until its expiry plus the 2 s margin; a backed off
+  // and tried again meanwhile instead of refusing.
+  EXPECT_GE(clock->monotonic() - before, Duration{3s});
+  EXPECT_LT(clock->monotonic() - before, Duration{10s});
+  EXPECT_TRUE(logger->contains("collided with another claimer"));
+}
+
+TEST_F(ModesTest, VerifyRefusesAfterTheStartupTimeoutNamingAClaimerStillThere) {
+  auto hook = contender_appears(1h, "claiming");
+  auto opts = options("a", Mode::verify);
+  opts.startup_timeout = 5s;
+  const MonoTime before = clock->monotonic();
+  auto a = Guard::create(hook, opts).value().claim();
   ASSERT_FALSE(a.has_value());
   EXPECT_EQ(a.error().error.code, Errc::another_instance);
   EXPECT_EQ(a.error().holder->record->id, "b");
+  EXPECT_EQ(clock->monotonic() - before, Duration{5s});
+  EXPECT_TRUE(exists("instances/b"));
   EXPECT_FALSE(exists("instances/a")) << "a must withdraw its claiming record";
+}
+
+TEST_F(ModesTest, VerifyRefusesAtOnceBesideAHolder) {
+  auto hook = contender_appears(30s, "");  // b holds
+  const MonoTime before = clock->monotonic();
+  auto a = guard("a", Mode::verify, hook).claim();
+  ASSERT_FALSE(a.has_value());
+  EXPECT_EQ(a.error().holder->record->id, "b");
+  EXPECT_EQ(clock->monotonic() - before, Duration{0});
+  EXPECT_FALSE(exists("instances/a"));
 }
 
 TEST_F(ModesTest, VerifyRenewalScanMakesTheLaterOfTwoHoldersLose) {
@@ -287,6 +319,66 @@ TEST_F(ModesTest, AutoPicksTheStrongestTheStoreSupports) {
   auto c = guard("a", Mode::automatic).claim().value();
   EXPECT_EQ(c.mode(), Mode::exclusive);
   EXPECT_TRUE(c.epoch().has_value());
+}
+
+// A store whose capabilities cannot be learned for its first `unknown_for`
+// calls (its server is down, or refuses us), then are those of memory.
+class UnprobedStore final : public StoreWrapper {
+ public:
+  UnprobedStore(std::shared_ptr<Store> target, Error why, int unknown_for)
+      : StoreWrapper(std::move(target)), why_(std::move(why)), unknown_for_(unknown_for) {}
+  Capabilities capabilities() override {
+    if (calls_++ < unknown_for_) return Capabilities{.unknown = why_};
+    return StoreWrapper::capabilities();
+  }
+  int calls() const { return calls_; }
+
+ private:
+  Error why_;
+  int unknown_for_;
+  int calls_ = 0;
+};
+
+TEST_F(ModesTest, AutoWaitsForAStoreThatCannotBeReachedYet) {
+  auto down = std::make_shared<UnprobedStore>(
+      store, Error{Errc::unavailable, "PUT http://dav: connection refused"}, 3);
+  const MonoTime before = clock->monotonic();
+  auto c = guard("a", Mode::automatic, down).claim();
+  ASSERT_TRUE(c.has_value()) << c.error().error.message;
+  EXPECT_EQ(c->mode(), Mode::exclusive) << "never verify because the probe failed";
+  EXPECT_GT(clock->monotonic() - before, Duration{0});
+  EXPECT_LT(clock->monotonic() - before, Duration{30s});
+  EXPECT_TRUE(logger->contains("cannot learn what the store supports yet"));
+  EXPECT_TRUE(logger->contains("the store has"));  // the claimed line's mode_reason
+}
+
+TEST_F(ModesTest, AutoRefusesWithTheRealCauseOnceTheStartupTimeoutPassed) {
+  auto down = std::make_shared<UnprobedStore>(
+      store, Error{Errc::unavailable, "PUT https://dav: TLS handshake failed"}, 1000);
+  auto opts = options("a", Mode::automatic);
+  opts.startup_timeout = 5s;
+  const MonoTime before = clock->monotonic();
+  auto c = Guard::create(down, opts).value().claim();
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().error.code, Errc::unavailable);
+  EXPECT_NE(c.error().error.message.find("TLS handshake failed"), std::string::npos)
+      << c.error().error.message;
+  EXPECT_EQ(clock->monotonic() - before, Duration{5s});
+  EXPECT_FALSE(exists("instances/a"));
+}
+
+TEST_F(ModesTest, AutoRefusesAtOnceWhenTheStoreRefusesOurCredentials) {
+  auto refused = std::make_shared<UnprobedStore>(
+      store, Error{Errc::permission, "PUT http://dav: 401 Unauthorized"}, 1000);
+  const MonoTime before = clock->monotonic();
+  for (Mode mode : {Mode::automatic, Mode::exclusive}) {
+    auto c = guard("a", mode, refused).claim();
+    ASSERT_FALSE(c.has_value());
+    EXPECT_EQ(c.error().error.code, Errc::permission);
+    EXPECT_NE(c.error().error.message.find("401 Unauthorized"), std::string::npos);
+  }
+  EXPECT_EQ(clock->monotonic() - before, Duration{0});
+  EXPECT_EQ(refused->calls(), 2);
 }
 
 TEST_F(ModesTest, OtherHostsRecordsStayLiveForTheSkewMargin) {
@@ -695,6 +787,57 @@ TEST_F(ModesTest, WithConditionalDeletesVerifyRemovesDeadRecords) {
   ASSERT_TRUE(a.has_value());
   EXPECT_FALSE(exists("instances/old"));
   EXPECT_GE(store->calls(Op::remove_if), 1);
+}
+
+}  // namespace
+}  // namespace instance
+
+namespace instance {
+namespace {
+
+// ---- a live record keeps others out after a lock was taken ------------------
+
+// On a memory store with a lease clock, as NativeLeaseTest.
+class LockedScanTest : public NativeLeaseTest {
+ protected:
+  // Whether the store's lock is free: taken and given back at once.
+  bool lock_free() {
+    const Key key = Key::parse("instances.lock").value();
+    auto token = memory->lock(key, 1s, "probe");
+    if (!token) return false;
+    (void)memory->unlock(key, *token);
+    return true;
+  }
+};
+
+TEST_F(LockedScanTest, TheLastHoldersLiveRecordBlocksUntilItsOwnExpiry) {
+  auto a = guard("a", Mode::exclusive).claim().value();
+  clock->advance(30s);  // a's lock lapsed on the store; a's renewals never ran
+  // ... but a still runs: its record says so for 10 s more.
+  Record rec = a.record();
+  rec.expires_at = clock->wall() + 10s;
+  put_record(rec);
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().error.code, Errc::another_instance);
+  ASSERT_TRUE(b.error().holder && b.error().holder->record);
+  EXPECT_EQ(b.error().holder->record->id, "a");
+  EXPECT_TRUE(lock_free()) << "the refused claim must give the lock back";
+  clock->advance(10s);  // a's record expired: no skew margin for the last holder
+  auto b2 = guard("b", Mode::exclusive).claim();
+  ASSERT_TRUE(b2.has_value()) << b2.error().error.message;
+}
+
+TEST_F(LockedScanTest, AnotherLiveRecordBlocksForTheSkewMarginToo) {
+  put_record({.id = "go-1", .started_at = clock->wall(), .expires_at = clock->wall() + 5s,
+              .host = "elsewhere"});
+  clock->advance(6s);  // expired 1 s ago: still live within the 2 s margin
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().holder->record->id, "go-1");
+  EXPECT_TRUE(lock_free());
+  clock->advance(1s);
+  EXPECT_TRUE(guard("b", Mode::exclusive).claim().has_value());
 }
 
 }  // namespace

@@ -124,7 +124,7 @@ struct Cs3StoreOptions {
   // Probe conditional writes and locks on first use; when false they are
   // declared without asking.
   bool probe_capabilities = true;
-  // The caller only reads (status): capabilities() answers probed = false
+  // The caller only reads (status): capabilities() answers capabilities_not_probed()
   // instead of probing (the probe writes).
   bool read_only = false;
 

@@ -138,7 +138,7 @@ struct WebDavStoreOptions {
   // for servers known to honour them atomically.
   bool probe_capabilities = true;
 
-  // Never write (status): capabilities() answers probed = false without
+  // Never write (status): capabilities() answers capabilities_not_probed() without
   // asking, and every write answers Errc::permission without a request.
   bool read_only = false;
 

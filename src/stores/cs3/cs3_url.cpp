@@ -89,22 +89,22 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
   // The service account.
   if (!options.user.empty()) {
     out.client_id = options.user;
-  } else if (auto id = getenv("INSTANCE_GUARD_CS3_ID")) {
+  } else if (auto id = getenv(kCs3IdEnv)) {
     out.client_id = *id;
-  } else if (auto user = getenv("INSTANCE_GUARD_USER")) {
+  } else if (auto user = getenv(kUserEnv)) {
     out.client_id = *user;
   }
   if (!options.password_file.empty()) {
     auto secret = read_secret_file(options.password_file, "service account secret");
     if (!secret) return std::unexpected(secret.error());
     out.client_secret = std::move(*secret);
-  } else if (auto file = getenv("INSTANCE_GUARD_CS3_SECRET_FILE")) {
+  } else if (auto file = getenv(kCs3SecretFileEnv)) {
     auto secret = read_secret_file(*file, "service account secret");
     if (!secret) return std::unexpected(secret.error());
     out.client_secret = std::move(*secret);
-  } else if (auto secret = getenv("INSTANCE_GUARD_CS3_SECRET")) {
+  } else if (auto secret = getenv(kCs3SecretEnv)) {
     out.client_secret = *secret;
-  } else if (auto password = getenv("INSTANCE_GUARD_PASSWORD")) {
+  } else if (auto password = getenv(kPasswordEnv)) {
     out.client_secret = *password;
   }
   if (!options.token_file.empty()) {

@@ -383,7 +383,7 @@ Result<Capabilities> Cs3Store::probed() {
     return *capabilities_;
   }
   if (options_.read_only) {  // the probe writes: not learnt
-    capabilities_ = Capabilities{.probed = false};
+    capabilities_ = capabilities_not_probed();
     return *capabilities_;
   }
   auto caps = probe_locked();
@@ -395,14 +395,12 @@ Capabilities Cs3Store::capabilities() {
   auto caps = probed();
   if (caps) return *caps;
   // Not known yet (the gateway is down, or refuses us): answer what a CS3
-  // gateway normally offers, uncached. Nothing relies on it unchecked:
-  // replace_if, remove_if and lock probe again first and fail with the
-  // probe's error (so a guard reports "unavailable" or "permission", not a
-  // mode this store supposedly lacks).
-  options_.logger->warn("cannot probe the CS3 gateway yet",
-                        {{"store", where_}, {"error", caps.error().message}});
+  // gateway normally offers, uncached, marked as a guess with the probe's
+  // error (the guard refuses to pick a mode from it). Nothing relies on it
+  // unchecked: replace_if, remove_if and lock probe again first and fail
+  // with the probe's error.
   return Capabilities{.versions = true, .conditional_writes = true, .native_lease = true,
-                      .server_clock = false};
+                      .server_clock = false, .unknown = caps.error()};
 }
 
 Result<Capabilities> Cs3Store::probe_locked() {

@@ -89,14 +89,14 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
     password = std::move(*p);
   }
   if (!token && !password) {
-    token = credential_env(options, "INSTANCE_GUARD_TOKEN");
-    password = credential_env(options, "INSTANCE_GUARD_PASSWORD");
+    token = credential_env(options, kTokenEnv);
+    password = credential_env(options, kPasswordEnv);
   }
   if (token && password) {
     return invalid_store_url(url, "both a token and a password were given; give one");
   }
   out.user = options.user;
-  if (out.user.empty()) out.user = credential_env(options, "INSTANCE_GUARD_USER").value_or("");
+  if (out.user.empty()) out.user = credential_env(options, kUserEnv).value_or("");
   if (out.user.empty()) out.user = std::move(url_user);
   if (token) {
     out.token = std::move(*token);

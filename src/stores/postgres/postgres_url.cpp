@@ -115,7 +115,7 @@ Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const Open
                         "INSTANCE_GUARD_PASSWORD");
   }
   std::string user = options.user;
-  if (user.empty()) user = credential_env(options, "INSTANCE_GUARD_USER").value_or("");
+  if (user.empty()) user = credential_env(options, kUserEnv).value_or("");
   if (!user.empty()) {
     std::erase_if(out.params, [](const auto& p) { return p.first == "user"; });
     out.params.emplace_back("user", user);
@@ -124,7 +124,7 @@ Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const Open
     auto secret = read_secret_file(options.password_file, "password");
     if (!secret) return std::unexpected(secret.error());
     out.password = std::move(*secret);
-  } else if (auto secret = credential_env(options, "INSTANCE_GUARD_PASSWORD")) {
+  } else if (auto secret = credential_env(options, kPasswordEnv)) {
     out.password = std::move(*secret);
   }
   if (!options.ca_file.empty()) {

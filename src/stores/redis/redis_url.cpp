@@ -61,7 +61,7 @@ Result<std::pair<std::string, int>> parse_authority(std::string_view url,
 // the environment or the URL.
 Result<void> credentials(std::string_view url, std::string url_user, const OpenOptions& options,
                          RedisStoreOptions& out) {
-  if (!options.token_file.empty() || credential_env(options, "INSTANCE_GUARD_TOKEN")) {
+  if (!options.token_file.empty() || credential_env(options, kTokenEnv)) {
     return invalid_store_url(url, "Redis takes a password, not a token: unset INSTANCE_GUARD_TOKEN / "
                         "--token-file and " + std::string(kPasswordAdvice));
   }
@@ -70,10 +70,10 @@ Result<void> credentials(std::string_view url, std::string url_user, const OpenO
     if (!p) return std::unexpected(p.error());
     out.password = std::move(*p);
   } else {
-    out.password = credential_env(options, "INSTANCE_GUARD_PASSWORD").value_or("");
+    out.password = credential_env(options, kPasswordEnv).value_or("");
   }
   out.user = options.user;
-  if (out.user.empty()) out.user = credential_env(options, "INSTANCE_GUARD_USER").value_or("");
+  if (out.user.empty()) out.user = credential_env(options, kUserEnv).value_or("");
   if (out.user.empty()) out.user = std::move(url_user);
   if (!out.user.empty() && out.password.empty()) {
     return invalid_store_url(url, "a user was given but no password: " + std::string(kPasswordAdvice));

@@ -1,5 +1,7 @@
 // The WebDAV store: capabilities, probed once with a scratch document.
 #include <random>
+#include <string>
+#include <vector>
 
 #include "store.hpp"
 
@@ -8,12 +10,7 @@ namespace instance::webdav {
 Capabilities WebDavStore::capabilities() {
   std::lock_guard lock(probe_mu_);
   auto caps = probe_locked();
-  if (!caps) {
-    options_.logger->warn("could not probe the WebDAV server's conditional writes; assuming "
-                          "plain operations for now",
-                          {{"store", where_}, {"error", caps.error().message}});
-    return Capabilities{};
-  }
+  if (!caps) return Capabilities{.unknown = caps.error()};  // asked again next time
   return *caps;
 }
 
@@ -36,7 +33,7 @@ Result<Capabilities> WebDavStore::probe_locked() {
     return *capabilities_;
   }
   if (options_.read_only) {  // the probe writes: not learnt
-    capabilities_ = Capabilities{.probed = false};
+    capabilities_ = capabilities_not_probed();
     return *capabilities_;
   }
   // A scratch document under a folder of its own, so listings of real
@@ -44,11 +41,9 @@ Result<Capabilities> WebDavStore::probe_locked() {
   std::random_device rd;
   const auto scratch = *Key::parse(std::string(kProbeFolder) + "/probe-" +
                                    std::to_string(rd()) + std::to_string(rd()));
-  auto warn = [&](std::string_view finding) {
-    options_.logger->warn("the WebDAV server does not honour conditional writes; exclusive "
-                          "claims are not available on it",
-                          {{"store", where_}, {"finding", std::string(finding)}});
-  };
+  // What the server got wrong; told once, with the consequence, at the end.
+  std::vector<std::string> findings;
+  auto warn = [&](std::string finding) { findings.push_back(std::move(finding)); };
   auto put = [&](std::vector<std::string> headers, std::string_view body) {
     headers.emplace_back("Content-Type: application/octet-stream");
     HttpRequest request{.method = "PUT", .url = key_url(base_, scratch, false),
@@ -69,13 +64,11 @@ Result<Capabilities> WebDavStore::probe_locked() {
     created = write("probe", scratch, "probe 1", {});
   }
   if (!created) {
-    if (created.error().code == Errc::unavailable || created.error().code == Errc::timeout) {
-      return std::unexpected(created.error());  // could not ask: probe again next time
-    }
-    options_.logger->warn("could not write the capability probe; assuming plain operations",
-                          {{"store", where_}, {"error", created.error().message}});
-    capabilities_ = Capabilities{};
-    return *capabilities_;
+    // Could not ask (unreachable, credentials, TLS, a refused write): the
+    // capabilities stay unknown, never assumed, and are probed again next time.
+    return std::unexpected(Error{created.error().code,
+                                 "cannot probe what the WebDAV server supports: " +
+                                     created.error().message});
   }
   Capabilities caps{};
   caps.versions = !created->empty() && *created != kSupersededVersion;
@@ -128,6 +121,16 @@ Result<Capabilities> WebDavStore::probe_locked() {
   if_none_match_honoured_ = inm;
   const bool if_match = caps.versions && wrong_refused && right_accepted && del_refused;
   caps.conditional_writes = if_match && inm && !not_atomic;
+  if (!findings.empty()) {
+    std::string joined;
+    for (const auto& f : findings) joined += (joined.empty() ? "" : "; ") + f;
+    options_.logger->warn(caps.native_lease
+                              ? "the WebDAV server does not honour conditional writes; "
+                                "exclusive claims use its locks instead"
+                              : "the WebDAV server does not honour conditional writes and has "
+                                "no usable locks; exclusive claims are not available on it",
+                          {{"store", where_}, {"findings", joined}});
+  }
   options_.logger->debug("webdav capabilities probed",
                          {{"store", where_},
                           {"versions", caps.versions ? "yes" : "no"},

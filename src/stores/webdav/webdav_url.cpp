@@ -70,8 +70,8 @@ Result<Credentials> credentials(std::string_view url, std::string url_user,
     return invalid(url, "both a token file and a password file were given; give one");
   }
   if (!token && !password) {
-    token = credential_env(options, "INSTANCE_GUARD_TOKEN");
-    password = credential_env(options, "INSTANCE_GUARD_PASSWORD");
+    token = credential_env(options, kTokenEnv);
+    password = credential_env(options, kPasswordEnv);
     if (token && password) {
       return invalid(url, "both INSTANCE_GUARD_TOKEN and INSTANCE_GUARD_PASSWORD are set; "
                           "unset one");
@@ -79,7 +79,7 @@ Result<Credentials> credentials(std::string_view url, std::string url_user,
   }
   Credentials out;
   out.user = options.user;
-  if (out.user.empty()) out.user = credential_env(options, "INSTANCE_GUARD_USER").value_or("");
+  if (out.user.empty()) out.user = credential_env(options, kUserEnv).value_or("");
   if (out.user.empty()) out.user = std::move(url_user);
   if (token) {
     out.auth = WebDavAuth::bearer;

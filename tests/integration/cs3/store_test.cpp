@@ -38,7 +38,9 @@ TEST(Cs3Store, ProbeOfAGatewayThatIsDownIsNotCachedAndItsErrorReachesTheCaller) 
   auto stats = std::make_shared<Cs3Stats>();
   options.stats = stats;
   auto s = make_store(options);
-  (void)s->capabilities();
+  const auto caps = s->capabilities();
+  ASSERT_TRUE(caps.unknown.has_value()) << "a guess is marked as one";
+  EXPECT_EQ(caps.unknown->code, Errc::unavailable) << caps.unknown->message;
   const auto after_first = stats->rpcs.load();
   EXPECT_GT(after_first, 0u);
   (void)s->capabilities();

@@ -2,6 +2,7 @@
 // scripted FaultServer (see fault_server.hpp): a server that is down, 500
 // then recovery, 425 Too Early, bodies that are not XML, hostile hrefs,
 // oversized bodies, redirects, a bearer token refused.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -126,8 +127,11 @@ TEST_F(Faults, ServerDownAtStartFailsQuicklyAsUnavailable) {
   EXPECT_NE(keys.error().message.find("attempts"), std::string::npos) << keys.error().message;
   EXPECT_GT(stats_->retries.load(), 0u);
   EXPECT_LT(took, milliseconds(1500));
-  // capabilities() cannot ask: plain for now, asks again next time.
-  EXPECT_FALSE((*store)->capabilities().conditional_writes);
+  // capabilities() cannot ask: unknown (with why), plain for now, asks again next time.
+  const Capabilities caps = (*store)->capabilities();
+  EXPECT_FALSE(caps.conditional_writes);
+  ASSERT_TRUE(caps.unknown.has_value());
+  EXPECT_EQ(caps.unknown->code, Errc::unavailable) << caps.unknown->message;
 }
 
 TEST_F(Faults, ServerErrorsThenRecovery) {
@@ -362,10 +366,33 @@ TEST_F(Faults, ProbeDowngradesAServerThatIgnoresConditionalHeaders) {
   const auto caps = s->capabilities();
   EXPECT_TRUE(caps.versions);
   EXPECT_FALSE(caps.conditional_writes);
-  EXPECT_FALSE(logger_->lines_at(LogLevel::warn).empty());
+  // One warning for all the conditional-write findings, saying what follows
+  // (the lock probe's own warning aside).
+  const auto warnings = logger_->lines_at(LogLevel::warn);
+  const auto about_writes = std::ranges::count_if(warnings, [](const std::string& w) {
+    return w.find("conditional writes") != std::string::npos;
+  });
+  EXPECT_EQ(about_writes, 1) << ::testing::PrintToString(warnings);
+  EXPECT_TRUE(std::ranges::any_of(warnings, [](const std::string& w) {
+    return w.find("exclusive claims are not available") != std::string::npos;
+  }));
+  EXPECT_FALSE(caps.unknown.has_value());
   EXPECT_EQ(s->replace_if(key("instances/a"), "x", "\"v\"").error().code, Errc::unsupported);
   EXPECT_EQ(s->remove_if(key("instances/a"), "\"v\"").error().code, Errc::unsupported);
   EXPECT_TRUE(files.empty());  // the scratch document was removed
+}
+
+TEST_F(Faults, AProbeRefusedForCredentialsLeavesTheCapabilitiesUnknown) {
+  FaultServer server([&](const FaultRequest&) { return FaultReply{.status = 401}; });
+  auto o = options(server);
+  o.probe_capabilities = true;
+  auto s = make_store(o);
+  for (int i = 0; i < 2; ++i) {  // never cached as "plain"
+    const auto caps = s->capabilities();
+    ASSERT_TRUE(caps.unknown.has_value());
+    EXPECT_EQ(caps.unknown->code, Errc::permission) << caps.unknown->message;
+    EXPECT_NE(caps.unknown->message.find("401"), std::string::npos) << caps.unknown->message;
+  }
 }
 
 TEST_F(Faults, IfNoneMatchIgnoredOnlyStillKeepsCreateHonest) {

@@ -94,7 +94,8 @@ TEST_P(Peer, AReadOnlyStoreNeitherProbesNorWrites) {
   options_.base_url = server().url() + "/" + folder;
   options_.read_only = true;
   auto s = store();
-  EXPECT_FALSE(s->capabilities().probed);
+  ASSERT_TRUE(s->capabilities().unknown);
+  EXPECT_EQ(s->capabilities().unknown->code, Errc::unsupported);
   auto listed = s->list(key("instances"));
   ASSERT_TRUE(listed) << listed.error().message;
   EXPECT_TRUE(listed->empty());
