@@ -38,10 +38,6 @@ void add_store_flags(CLI::App& app, StoreFlags& flags) {
   creds->add_option("--ca-file", flags.ca_file, "Extra CA bundle for TLS")
       ->check(CLI::ExistingFile);
   creds->add_flag("--insecure", flags.insecure, "Skip TLS certificate verification");
-  app.add_flag("--create-path", flags.create_path,
-               "WebDAV: create every missing folder of the store URL's path (without it, a "
-               "store URL whose parent folder is missing is refused) "
-               "[env: INSTANCE_GUARD_CREATE_PATH=1]");
 }
 
 struct LogFlags {
@@ -73,6 +69,11 @@ int dispatch(int argc, char** argv) {
       "COMMAND was stopped; 69 store unreachable; 64 usage; 78 configuration; 70 internal;\n"
       "127/126 COMMAND not found / not executable.");
   add_store_flags(*run, run_args.store);
+  // Only run writes a store's folders; status never writes, release removes.
+  run->add_flag("--create-path", run_args.store.create_path,
+                "WebDAV: create every missing folder of the store URL's path (without it, a "
+                "store URL whose parent folder is missing is refused) "
+                "[env: INSTANCE_GUARD_CREATE_PATH=1]");
   run->add_option("--ttl", run_args.ttl,
                   "How long the record stays live without renewal, Go syntax (90s, 2m) "
                   "[env: INSTANCE_GUARD_TTL] [default: 2m]");

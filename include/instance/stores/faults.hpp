@@ -18,9 +18,9 @@
 //               list: the listing with the last change of membership under
 //               the prefix (a create or remove through this wrapper) undone.
 //               get and list only. With no earlier state known, forwards.
-//   corrupt     get: the stored bytes, damaged. `flip` inverts the top bit of
-//               one byte (a seeded position), which makes any JSON document
-//               undecodable; `truncate` cuts at a seeded shorter length.
+//   corrupt     get: the stored bytes, damaged. `flip` replaces one byte (a
+//               seeded position) by a control character, which JSON forbids
+//               everywhere, so no JSON document stays decodable; `truncate` cuts at a seeded shorter length.
 //               get only; a missing document stays missing.
 // Waits go through Clock::sleep_for, so a FakeClock or a simulated clock
 // moves virtual time instead of sleeping.

@@ -170,9 +170,14 @@ Result<void> WebDavStore::make_folders(const Key& key) {
     bool stale = false;
     for (const auto& folder : folders_above(key, false)) {  // the base first
       if (folder_known(folder)) continue;
-      HttpRequest request{.method = "MKCOL", .url = key_url(base_, folder, true),
-                          .max_body = kMaxErrorBody};
-      const Sent sent = send(std::move(request));
+      auto mkcol = [&] {
+        return send(HttpRequest{.method = "MKCOL", .url = key_url(base_, folder, true),
+                                .max_body = kMaxErrorBody});
+      };
+      Sent sent = mkcol();
+      // Apache answers 403 to a MKCOL that races another one for the same
+      // folder; asked again, it answers 405 (exists) unless access is denied.
+      if (sent.response.transport_ok() && sent.response.status == 403) sent = mkcol();
       const auto& r = sent.response;
       if (r.success() || (r.transport_ok() && r.status == 405)) {  // 405: it exists
         remember_folders(folder, true);
