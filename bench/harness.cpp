@@ -90,9 +90,7 @@ struct Args {
     auto it = values.find(key);
     return it == values.end() ? fallback : it->second;
   }
-  bool has(const std::string& s) const {
-    return std::ranges::find(switches, s) != switches.end();
-  }
+  bool has(const std::string& s) const { return std::ranges::find(switches, s) != switches.end(); }
 };
 
 Args parse_args(int argc, char** argv, const std::vector<std::string>& with_value) {
@@ -113,9 +111,7 @@ Args parse_args(int argc, char** argv, const std::vector<std::string>& with_valu
 
 Key K(std::string_view s) { return Key::parse(s).value(); }
 
-double micros(steady::duration d) {
-  return std::chrono::duration<double, std::micro>(d).count();
-}
+double micros(steady::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -150,8 +146,12 @@ std::string stale_id(int i) { return "bench-stale-" + std::to_string(i); }
 
 // A record of another host's instance that expired an hour before `now`.
 std::string stale_record(int i, WallTime now) {
-  return encode_record(Record{.id = stale_id(i), .started_at = now - 2h, .expires_at = now - 1h,
-                              .host = "bench-elsewhere", .pid = 4242, .renewed_at = now - 2h});
+  return encode_record(Record{.id = stale_id(i),
+                              .started_at = now - 2h,
+                              .expires_at = now - 1h,
+                              .host = "bench-elsewhere",
+                              .pid = 4242,
+                              .renewed_at = now - 2h});
 }
 
 // Makes exactly `n` stale records exist (rewriting those a claim removed).
@@ -202,7 +202,7 @@ Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, s
         e = {.lists = 2, .gets = n + left + 1, .writes = 2, .removes = cond ? n : 0};
         break;
       }
-      default:  // exclusive
+      default:                    // exclusive
         if (caps.native_lease) {  // lock, read lease, scan, write lease, write record
           e = {.lists = 1, .gets = 1 + n, .writes = 2, .removes = cond ? n : 0, .lock_ops = 1};
         } else {  // read lease, scan, compare-and-set lease, write record
@@ -220,7 +220,7 @@ Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, s
       default:  // [refresh lock,] lease, record
         e = {.writes = 2, .lock_ops = caps.native_lease ? 1u : 0u};
     }
-  } else {  // release
+  } else {                          // release
     if (mode == Mode::exclusive) {  // lease marked released, [unlock,] record removed
       e = {.writes = 1, .removes = 1, .lock_ops = caps.native_lease ? 1u : 0u};
     } else {
@@ -257,8 +257,11 @@ bool count_requests(const Case& c, const Capabilities& caps, int n, bool first_l
   auto scheduler = std::make_shared<ManualScheduler>(clock);
   auto counting = make_counting_store(c.store);
   const Duration ttl = 30s;
-  auto guard = Guard::create(counting, {.ttl = ttl, .id = "bench-self", .clock = clock,
-                                        .scheduler = scheduler, .mode = c.mode,
+  auto guard = Guard::create(counting, {.ttl = ttl,
+                                        .id = "bench-self",
+                                        .clock = clock,
+                                        .scheduler = scheduler,
+                                        .mode = c.mode,
                                         .check_lag = false});
   if (!guard) throw std::runtime_error(guard.error().message);
   if (first_lease) clear(*c.store);
@@ -303,8 +306,8 @@ bool count_requests(const Case& c, const Capabilities& caps, int n, bool first_l
 // verify's visibility self-test (once per guard, before its first claim).
 void count_lag_check(const Case& c) {
   auto counting = make_counting_store(c.store);
-  auto guard = Guard::create(counting, {.ttl = 30s, .id = "bench-self", .mode = c.mode,
-                                        .check_lag = true});
+  auto guard =
+      Guard::create(counting, {.ttl = 30s, .id = "bench-self", .mode = c.mode, .check_lag = true});
   if (!guard) throw std::runtime_error(guard.error().message);
   clear(*c.store);
   auto claim = guard->claim();
@@ -413,15 +416,16 @@ int store_command(int argc, char** argv) {
     std::cout << j.dump() << std::endl;
     c.mode = *resolved;
     try {
-      ok = count_requests(c, caps, 0, true) && ok;    // lease absent (first claim ever)
-      ok = count_requests(c, caps, 0, false) && ok;   // lease released (every later claim)
+      ok = count_requests(c, caps, 0, true) && ok;   // lease absent (first claim ever)
+      ok = count_requests(c, caps, 0, false) && ok;  // lease released (every later claim)
       const int some = stale.size() > 1 ? std::min(10, *std::ranges::max_element(stale)) : 0;
       if (some > 0) ok = count_requests(c, caps, some, false) && ok;
       if (c.mode == Mode::verify) count_lag_check(c);
       for (int n : stale) {
         // Fewer rounds for the big cases: every round rewrites the stale records.
-        const int r = n >= 1000 ? std::max(3, rounds / 5) : n >= 100 ? std::max(3, rounds / 2)
-                                                                      : rounds;
+        const int r = n >= 1000  ? std::max(3, rounds / 5)
+                      : n >= 100 ? std::max(3, rounds / 2)
+                                 : rounds;
         measure_latency(c, n, r);
       }
       clear(*store.value());
@@ -440,8 +444,8 @@ int store_command(int argc, char** argv) {
 // ---- Idle cost of `instance-guard run` ------------------------------------
 
 struct ProcSample {
-  std::uint64_t switches = 0;  // voluntary + nonvoluntary, all threads
-  std::uint64_t cpu_ns = 0;    // schedstat run time, all threads
+  std::uint64_t switches = 0;               // voluntary + nonvoluntary, all threads
+  std::uint64_t cpu_ns = 0;                 // schedstat run time, all threads
   std::map<int, std::uint64_t> per_thread;  // tid -> switches
 };
 
@@ -506,8 +510,7 @@ int idle_command(int argc, char** argv) {
     ::dup2(devnull, 1);
     execl(bin.c_str(), bin.c_str(), "run", "--store", url.c_str(), "--ttl", ttl_text.c_str(),
           "--id", "bench-idle", "--mode", mode.c_str(), "--log-level", "debug", "--", "sleep",
-          sleep_for.c_str(),
-          static_cast<char*>(nullptr));
+          sleep_for.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   ::close(err_pipe[1]);
@@ -612,7 +615,8 @@ int idle_command(int argc, char** argv) {
     if (b.renewal) continue;
     between_switches += b.switches;
     for (int t : b.threads) {
-      if (std::ranges::find(between_threads, t) == between_threads.end()) between_threads.push_back(t);
+      if (std::ranges::find(between_threads, t) == between_threads.end())
+        between_threads.push_back(t);
     }
   }
   const auto n_renewals = renewals.size();
@@ -639,9 +643,8 @@ int idle_command(int argc, char** argv) {
   j["main_thread_wakes_between"] = std::ranges::find(between_threads, pid) != between_threads.end();
   std::cout << j.dump() << std::endl;
   std::cerr << name << " idle (ttl " << ttl_text << ", " << seconds << " s): " << n_renewals
-            << " renewals, peak RSS " << rss << " KiB, "
-            << j["cpu_us_per_renewal"].get<double>() << " us CPU per renewal, " << between
-            << " wake-ups between renewals\n";
+            << " renewals, peak RSS " << rss << " KiB, " << j["cpu_us_per_renewal"].get<double>()
+            << " us CPU per renewal, " << between << " wake-ups between renewals\n";
   return finish(n_renewals == 0 ? 1 : 0);
 }
 

@@ -23,10 +23,15 @@ using namespace std::chrono_literals;
 
 Record sample_record() {
   const WallTime now = *parse_rfc3339("2026-11-29T11:47:21.858966496Z");
-  return Record{.id = "3f9a0c2be17d4a55", .started_at = now, .expires_at = now + 2min,
-                .host = "web-7c9d8f-x2k4p", .pid = 4242, .renewed_at = now,
+  return Record{.id = "3f9a0c2be17d4a55",
+                .started_at = now,
+                .expires_at = now + 2min,
+                .host = "web-7c9d8f-x2k4p",
+                .pid = 4242,
+                .renewed_at = now,
                 .boot_id = "0b5e1c36-8f0e-4d8e-9c1a-2f4d7e9b1a33",
-                .pid_ns = "pid:[4026531836]", .mode = "exclusive"};
+                .pid_ns = "pid:[4026531836]",
+                .mode = "exclusive"};
 }
 
 void BM_EncodeRecord(benchmark::State& state) {
@@ -85,7 +90,8 @@ std::string multistatus(int n) {
   for (int i = 0; i < n; ++i) {
     body += "<D:response><D:href>/bench/instances/bench-stale-" + std::to_string(i) +
             "</D:href><D:propstat><D:prop><D:resourcetype/><D:getetag>\"a3c-5f1e" +
-            std::to_string(i) + "\"</D:getetag></D:prop><D:status>HTTP/1.1 200 OK</D:status>"
+            std::to_string(i) +
+            "\"</D:getetag></D:prop><D:status>HTTP/1.1 200 OK</D:status>"
             "</D:propstat></D:response>\n";
   }
   return body + "</D:multistatus>\n";

@@ -18,9 +18,9 @@ namespace {
 void round_trip(instance::Duration d, std::string_view origin) {
   const std::string text = instance::format_duration(d);
   auto back = instance::parse_duration(text);
-  FUZZ_CHECK(back.has_value(), "format_duration(" + std::to_string(d.count()) + "ns) = " +
-                                   shown(text) + " does not parse (from " + shown(origin) +
-                                   "): " + (back ? "" : back.error().message));
+  FUZZ_CHECK(back.has_value(), "format_duration(" + std::to_string(d.count()) +
+                                   "ns) = " + shown(text) + " does not parse (from " +
+                                   shown(origin) + "): " + (back ? "" : back.error().message));
   FUZZ_CHECK(*back == d, "format/parse changed " + std::to_string(d.count()) + "ns into " +
                              std::to_string(back->count()) + "ns via " + shown(text));
 }

@@ -25,7 +25,8 @@ inline std::string shown(std::string_view bytes) {
   return out;
 }
 
-[[noreturn]] inline void broken(const char* file, int line, const char* cond, const std::string& what) {
+[[noreturn]] inline void broken(const char* file, int line, const char* cond,
+                                const std::string& what) {
   std::fprintf(stderr, "%s:%d: invariant broken: %s\n  %s\n", file, line, cond, what.c_str());
   std::abort();
 }
@@ -40,7 +41,7 @@ inline bool printable_ascii(std::string_view text) {
 
 }  // namespace instance::fuzz
 
-#define FUZZ_CHECK(cond, what)                                                   \
-  do {                                                                           \
-    if (!(cond)) ::instance::fuzz::broken(__FILE__, __LINE__, #cond, (what));    \
+#define FUZZ_CHECK(cond, what)                                                \
+  do {                                                                        \
+    if (!(cond)) ::instance::fuzz::broken(__FILE__, __LINE__, #cond, (what)); \
   } while (false)

@@ -22,11 +22,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const std::string encoded = instance::encode_record(*record);
   auto again = instance::decode_record(encoded);
-  FUZZ_CHECK(again.has_value(), "encoded record does not decode: " + shown(encoded) +
-                                    " (from " + shown(input) + "): " +
-                                    (again ? "" : again.error().message));
-  FUZZ_CHECK(*again == *record, "round trip changed the record: " + shown(encoded) +
-                                    " (from " + shown(input) + ")");
+  FUZZ_CHECK(again.has_value(), "encoded record does not decode: " + shown(encoded) + " (from " +
+                                    shown(input) + "): " + (again ? "" : again.error().message));
+  FUZZ_CHECK(*again == *record,
+             "round trip changed the record: " + shown(encoded) + " (from " + shown(input) + ")");
   FUZZ_CHECK(instance::encode_record(*again) == encoded,
              "encoding is not canonical: " + shown(encoded));
   return 0;

@@ -14,8 +14,8 @@
 
 #include <array>
 #include <chrono>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -40,19 +40,28 @@ std::pair<std::string, bool> key_for(FuzzedDataProvider& in, Field field) {
   static const std::array<const char*, 4> names = {"id", "started_at", "expires_at", "other"};
   std::string name = names[field];
   switch (in.ConsumeIntegralInRange<int>(0, 6)) {
-    case 0: return {name, true};
+    case 0:
+      return {name, true};
     case 1:
       for (char& c : name) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
       return {name, true};
-    case 2: name[0] = static_cast<char>(name[0] - 32); return {name, true};
+    case 2:
+      name[0] = static_cast<char>(name[0] - 32);
+      return {name, true};
     case 3: {  // the long s folds to s
       const auto s = name.find('s');
       if (s == std::string::npos) return {name, true};
       return {name.replace(s, 1, "\xC5\xBF"), true};
     }
-    case 4: return {"\\u00" + std::string(name[0] == 'i' ? "69" : name[0] == 's' ? "73" : "65") +
-                        name.substr(1), true};
-    case 5: return {name + "x", false};
+    case 4:
+      return {"\\u00" +
+                  std::string(name[0] == 'i'   ? "69"
+                              : name[0] == 's' ? "73"
+                                               : "65") +
+                  name.substr(1),
+              true};
+    case 5:
+      return {name + "x", false};
     default: {  // dotless i or dotted capital I: no match
       const auto i = name.find('i');
       if (i == std::string::npos) return {name + "_", false};
@@ -72,8 +81,8 @@ struct Time {
 // A time string, misspelled or not, and what Go makes of it.
 Time time_for(FuzzedDataProvider& in) {
   using namespace std::chrono;
-  const int year = in.ConsumeBool() ? in.ConsumeIntegralInRange(2020, 2030)
-                                    : in.ConsumeIntegralInRange(0, 9999);
+  const int year =
+      in.ConsumeBool() ? in.ConsumeIntegralInRange(2020, 2030) : in.ConsumeIntegralInRange(0, 9999);
   const int month = in.ConsumeIntegralInRange(0, 13), day = in.ConsumeIntegralInRange(0, 32);
   const int hour = in.ConsumeIntegralInRange(0, 24), minute = in.ConsumeIntegralInRange(0, 60);
   const int second = in.ConsumeIntegralInRange(0, 60);
@@ -99,9 +108,16 @@ Time time_for(FuzzedDataProvider& in) {
   }
   int offset = 0;  // minutes east
   switch (in.ConsumeIntegralInRange(0, 5)) {
-    case 0: text += 'Z'; break;
-    case 1: text += 'z'; ok = false; break;
-    case 2: ok = false; break;  // no zone
+    case 0:
+      text += 'Z';
+      break;
+    case 1:
+      text += 'z';
+      ok = false;
+      break;
+    case 2:
+      ok = false;
+      break;  // no zone
     case 3: {
       const int oh = in.ConsumeIntegralInRange(0, 25), om = in.ConsumeIntegralInRange(0, 61);
       const bool minus = in.ConsumeBool();
@@ -110,8 +126,14 @@ Time time_for(FuzzedDataProvider& in) {
       offset = (minus ? -1 : 1) * (oh * 60 + om);
       break;
     }
-    case 4: text += "+" + two(in.ConsumeIntegralInRange(0, 23)) + "00"; ok = false; break;
-    default: text += "Z "; ok = false; break;
+    case 4:
+      text += "+" + two(in.ConsumeIntegralInRange(0, 23)) + "00";
+      ok = false;
+      break;
+    default:
+      text += "Z ";
+      ok = false;
+      break;
   }
   std::string raw = text;
   if (in.ConsumeIntegralInRange(0, 7) == 0) {  // an escape: Go parses the raw bytes
@@ -122,8 +144,8 @@ Time time_for(FuzzedDataProvider& in) {
     ok = false;
   }
   if (!ok) return {raw, text, std::nullopt};
-  const __int128 secs = __int128{sys_days{ymd}.time_since_epoch().count()} * 86400 +
-                        hour * 3600 + minute * 60 + second - offset * 60;
+  const __int128 secs = __int128{sys_days{ymd}.time_since_epoch().count()} * 86400 + hour * 3600 +
+                        minute * 60 + second - offset * 60;
   return {raw, text, secs * 1'000'000'000 + frac};
 }
 
@@ -140,9 +162,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const Field field = matched ? wanted : kNone;
     std::string value;
     switch (in.ConsumeIntegralInRange(0, 5)) {
-      case 0: value = "null"; break;
-      case 1: value = "12"; go.failed |= field != kNone; break;
-      case 2: value = "[\"x\"]"; go.failed |= field != kNone; break;
+      case 0:
+        value = "null";
+        break;
+      case 1:
+        value = "12";
+        go.failed |= field != kNone;
+        break;
+      case 2:
+        value = "[\"x\"]";
+        go.failed |= field != kNone;
+        break;
       case 3: {  // an id-like string: its text for Go
         static const std::array<std::pair<const char*, const char*>, 4> ids = {
             {{"me", "me"}, {"other", "other"}, {"\\u006de", "me"}, {"m\xff", "m\xEF\xBF\xBD"}}};
@@ -168,10 +198,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto ours = instance::decode_record(json);
   if (!ours) return 0;  // unreadable: always allowed
   FUZZ_CHECK(!go.failed, "we read what Go refuses: " + shown(json));
-  FUZZ_CHECK(ours->id == go.id, "id " + shown(ours->id) + ", Go's " + shown(go.id) + ": " +
-                                    shown(json));
-  FUZZ_CHECK(go.expires_ns && *go.expires_ns == ours->expires_at.time_since_epoch().count(),
-             "expires_at " + instance::format_rfc3339(ours->expires_at) + " is not Go's: " +
-                 shown(json));
+  FUZZ_CHECK(ours->id == go.id,
+             "id " + shown(ours->id) + ", Go's " + shown(go.id) + ": " + shown(json));
+  FUZZ_CHECK(
+      go.expires_ns && *go.expires_ns == ours->expires_at.time_since_epoch().count(),
+      "expires_at " + instance::format_rfc3339(ours->expires_at) + " is not Go's: " + shown(json));
   return 0;
 }

@@ -16,9 +16,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <utility>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "fuzz_check.hpp"
 #include "instance/open_store.hpp"
@@ -63,11 +63,16 @@ std::string with_other_password(std::string_view url, std::pair<std::size_t, std
   std::string out(url);
   for (std::size_t i = span.first; i < span.second; ++i) {
     char& c = out[i];
-    if (c >= '0' && c <= '9') c = static_cast<char>('0' + (c - '0' + 1) % 10);
-    else if (c >= 'a' && c <= 'f') c = static_cast<char>('a' + (c - 'a' + 1) % 6);
-    else if (c >= 'A' && c <= 'F') c = static_cast<char>('A' + (c - 'A' + 1) % 6);
-    else if (c >= 'g' && c <= 'z') c = static_cast<char>('g' + (c - 'g' + 1) % 20);
-    else if (c >= 'G' && c <= 'Z') c = static_cast<char>('G' + (c - 'G' + 1) % 20);
+    if (c >= '0' && c <= '9')
+      c = static_cast<char>('0' + (c - '0' + 1) % 10);
+    else if (c >= 'a' && c <= 'f')
+      c = static_cast<char>('a' + (c - 'a' + 1) % 6);
+    else if (c >= 'A' && c <= 'F')
+      c = static_cast<char>('A' + (c - 'A' + 1) % 6);
+    else if (c >= 'g' && c <= 'z')
+      c = static_cast<char>('g' + (c - 'g' + 1) % 20);
+    else if (c >= 'G' && c <= 'Z')
+      c = static_cast<char>('G' + (c - 'G' + 1) % 20);
   }
   return out;
 }
@@ -79,8 +84,8 @@ void check_refusal(std::string_view url, const instance::Error& error, Parse par
   const std::string& message = error.message;
   FUZZ_CHECK(error.code == instance::Errc::invalid,
              "error code for " + shown(url) + ": " + shown(message));
-  FUZZ_CHECK(printable_ascii(message), "unprintable message for " + shown(url) + ": " +
-                                           shown(message));
+  FUZZ_CHECK(printable_ascii(message),
+             "unprintable message for " + shown(url) + ": " + shown(message));
   if (url.find(kEnvSecret) == std::string_view::npos) {
     FUZZ_CHECK(message.find(kEnvSecret) == std::string::npos,
                "the environment's secret in " + shown(message));
@@ -116,8 +121,9 @@ void check_webdav(std::string_view url, bool with_env) {
     FUZZ_CHECK(c > 0x20 && c < 0x7F, "space or control byte in base URL " + shown(base));
   }
   const auto authority_start = base.find("://") + 3;
-  const auto authority = std::string_view(base).substr(authority_start).substr(
-      0, std::string_view(base).substr(authority_start).find('/'));
+  const auto authority = std::string_view(base)
+                             .substr(authority_start)
+                             .substr(0, std::string_view(base).substr(authority_start).find('/'));
   FUZZ_CHECK(authority.find('@') == std::string_view::npos,
              "user info in base URL " + shown(base) + " from " + shown(url));
   FUZZ_CHECK(!password_span(url), "a password in the URL was accepted: " + shown(url));

@@ -47,10 +47,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(!entries->empty(), "an empty listing was accepted: " + shown(body));
     for (const auto& entry : *entries) {
       for (const std::string& name : entry.names) {
-        FUZZ_CHECK(instance::Key::from_listing(name).has_value() &&
-                       name.find('/') == std::string::npos,
-                   "listed name " + shown(name) + " cannot be a key segment; body " +
-                       shown(body));
+        FUZZ_CHECK(
+            instance::Key::from_listing(name).has_value() && name.find('/') == std::string::npos,
+            "listed name " + shown(name) + " cannot be a key segment; body " + shown(body));
       }
     }
   } else {

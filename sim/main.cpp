@@ -54,8 +54,10 @@ const char* kUsage =
 bool parse(int argc, char** argv, Options& o, std::string& error) {
   auto dur = [&](std::string_view v, Duration& out) {
     auto d = instance::parse_duration(v);
-    if (!d) error = d.error().message;
-    else out = *d;
+    if (!d)
+      error = d.error().message;
+    else
+      out = *d;
     return d.has_value();
   };
   auto num = [&](std::string_view v, double& out) {
@@ -99,44 +101,72 @@ bool parse(int argc, char** argv, Options& o, std::string& error) {
     double x = 0;
     Duration d{};
     bool ok = true;
-    if (a == "--modes") ok = modes(v, o.modes);
+    if (a == "--modes")
+      ok = modes(v, o.modes);
     else if (a == "--expect-overlap") {
       std::vector<Mode> m;
       ok = modes(v, m);
       o.expect_overlap.insert(o.expect_overlap.end(), m.begin(), m.end());
-    } else if (a == "--seeds") ok = num(v, x) && (o.seeds = static_cast<std::uint64_t>(x), true);
-    else if (a == "--seed-start") ok = num(v, x) && (o.seed_start = static_cast<std::uint64_t>(x), true);
-    else if (a == "--guards") ok = num(v, x) && (c.guards = static_cast<int>(x), true);
-    else if (a == "--jobs") ok = num(v, x) && (o.jobs = std::max(1, static_cast<int>(x)), true);
-    else if (a == "--json") o.json = v;
-    else if (a == "--duration") ok = dur(v, d) && (c.duration = d, true);
-    else if (a == "--ttl") ok = dur(v, c.ttl);
-    else if (a == "--settle") ok = dur(v, c.settle);
-    else if (a == "--max-skew") ok = dur(v, d) && (c.max_skew = d, true);
-    else if (a == "--lag") ok = dur(v, c.lag);
-    else if (a == "--latency") ok = dur(v, c.latency);
-    else if (a == "--latency-sigma") ok = num(v, c.latency_sigma);
-    else if (a == "--spike-prob") ok = num(v, c.spike_probability);
-    else if (a == "--spike") ok = dur(v, c.spike);
-    else if (a == "--timeout") ok = dur(v, c.timeout);
-    else if (a == "--start-spread") ok = dur(v, c.start_spread);
-    else if (a == "--hold") ok = dur(v, c.hold_mean);
-    else if (a == "--rest") ok = dur(v, c.rest);
-    else if (a == "--poll-min") ok = dur(v, c.poll_min);
-    else if (a == "--poll-max") ok = dur(v, c.poll_max);
-    else if (a == "--crashes") ok = num(v, c.crashes_per_minute);
-    else if (a == "--pauses") ok = num(v, c.pauses_per_minute);
-    else if (a == "--pause-max") ok = dur(v, c.pause_max);
-    else if (a == "--partitions") ok = num(v, c.partitions_per_minute);
-    else if (a == "--partition-max") ok = dur(v, c.partition_max);
-    else if (a == "--restart-same-id") ok = num(v, c.same_id_restart);
-    else if (a == "--clock-offset") ok = dur(v, c.clock_offset);
-    else if (a == "--drift") ok = num(v, c.drift);
+    } else if (a == "--seeds")
+      ok = num(v, x) && (o.seeds = static_cast<std::uint64_t>(x), true);
+    else if (a == "--seed-start")
+      ok = num(v, x) && (o.seed_start = static_cast<std::uint64_t>(x), true);
+    else if (a == "--guards")
+      ok = num(v, x) && (c.guards = static_cast<int>(x), true);
+    else if (a == "--jobs")
+      ok = num(v, x) && (o.jobs = std::max(1, static_cast<int>(x)), true);
+    else if (a == "--json")
+      o.json = v;
+    else if (a == "--duration")
+      ok = dur(v, d) && (c.duration = d, true);
+    else if (a == "--ttl")
+      ok = dur(v, c.ttl);
+    else if (a == "--settle")
+      ok = dur(v, c.settle);
+    else if (a == "--max-skew")
+      ok = dur(v, d) && (c.max_skew = d, true);
+    else if (a == "--lag")
+      ok = dur(v, c.lag);
+    else if (a == "--latency")
+      ok = dur(v, c.latency);
+    else if (a == "--latency-sigma")
+      ok = num(v, c.latency_sigma);
+    else if (a == "--spike-prob")
+      ok = num(v, c.spike_probability);
+    else if (a == "--spike")
+      ok = dur(v, c.spike);
+    else if (a == "--timeout")
+      ok = dur(v, c.timeout);
+    else if (a == "--start-spread")
+      ok = dur(v, c.start_spread);
+    else if (a == "--hold")
+      ok = dur(v, c.hold_mean);
+    else if (a == "--rest")
+      ok = dur(v, c.rest);
+    else if (a == "--poll-min")
+      ok = dur(v, c.poll_min);
+    else if (a == "--poll-max")
+      ok = dur(v, c.poll_max);
+    else if (a == "--crashes")
+      ok = num(v, c.crashes_per_minute);
+    else if (a == "--pauses")
+      ok = num(v, c.pauses_per_minute);
+    else if (a == "--pause-max")
+      ok = dur(v, c.pause_max);
+    else if (a == "--partitions")
+      ok = num(v, c.partitions_per_minute);
+    else if (a == "--partition-max")
+      ok = dur(v, c.partition_max);
+    else if (a == "--restart-same-id")
+      ok = num(v, c.same_id_restart);
+    else if (a == "--clock-offset")
+      ok = dur(v, c.clock_offset);
+    else if (a == "--drift")
+      ok = num(v, c.drift);
     else if (a == "--lag-check") {
       ok = v == "on" || v == "off";
       c.lag_check = v == "on";
-    }
-    else {
+    } else {
       error = "unknown option " + std::string(a);
       return false;
     }
@@ -145,8 +175,10 @@ bool parse(int argc, char** argv, Options& o, std::string& error) {
       return false;
     }
   }
-  if (c.guards < 1 || c.guards > 1000) error = "--guards must be 1..1000";
-  else if (c.ttl <= Duration::zero()) error = "--ttl must be positive";
+  if (c.guards < 1 || c.guards > 1000)
+    error = "--guards must be 1..1000";
+  else if (c.ttl <= Duration::zero())
+    error = "--ttl must be positive";
   return error.empty();
 }
 
@@ -168,7 +200,9 @@ nlohmann::json stats(std::vector<Time> v) {
   j["count"] = v.size();
   if (v.empty()) return j;
   std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return ms(v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))]); };
+  auto at = [&](double q) {
+    return ms(v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))]);
+  };
   double sum = 0;
   for (Time t : v) sum += ms(t);
   j["mean_ms"] = sum / static_cast<double>(v.size());
@@ -236,7 +270,9 @@ int main(int argc, char** argv) {
   }
   const Config& c = o.base;
   nlohmann::ordered_json out;
-  out["config"] = {{"seeds", o.seeds}, {"seed_start", o.seed_start}, {"guards", c.guards},
+  out["config"] = {{"seeds", o.seeds},
+                   {"seed_start", o.seed_start},
+                   {"guards", c.guards},
                    {"duration", instance::format_duration(c.duration)},
                    {"ttl", instance::format_duration(c.ttl)},
                    {"settle", instance::format_duration(c.settle)},
@@ -249,21 +285,21 @@ int main(int argc, char** argv) {
                    {"partitions_per_minute", c.partitions_per_minute},
                    {"clock_offset", instance::format_duration(c.clock_offset)},
                    {"drift", c.drift}};
-  std::printf("%-9s %7s %9s %7s %8s %12s %12s %10s %10s %12s %8s %s\n", "mode", "runs",
-              "claims", "losses", "double", "double_ms", "max_ms", "takeover", "handover",
-              "ops/run", "must", "trace");
+  std::printf("%-9s %7s %9s %7s %8s %12s %12s %10s %10s %12s %8s %s\n", "mode", "runs", "claims",
+              "losses", "double", "double_ms", "max_ms", "takeover", "handover", "ops/run", "must",
+              "trace");
   int status = 0;
   for (Mode mode : o.modes) {
     const Summary s = run_mode(o, mode);
     const auto take = stats(s.takeovers), hand = stats(s.handovers);
-    std::printf("%-9s %7llu %9llu %7llu %8llu %12.1f %12.1f %10.0f %10.0f %12.0f %8s %016llx\n",
-                std::string(instance::to_string(mode)).c_str(),
-                static_cast<unsigned long long>(s.runs), static_cast<unsigned long long>(s.claims),
-                static_cast<unsigned long long>(s.losses),
-                static_cast<unsigned long long>(s.overlaps), ms(s.overlap_total),
-                ms(s.overlap_max), take.value("p50_ms", 0.0), hand.value("p50_ms", 0.0),
-                static_cast<double>(s.store_ops) / static_cast<double>(std::max<std::uint64_t>(1, s.runs)),
-                s.must_exclude ? "exclude" : "-", static_cast<unsigned long long>(s.trace));
+    std::printf(
+        "%-9s %7llu %9llu %7llu %8llu %12.1f %12.1f %10.0f %10.0f %12.0f %8s %016llx\n",
+        std::string(instance::to_string(mode)).c_str(), static_cast<unsigned long long>(s.runs),
+        static_cast<unsigned long long>(s.claims), static_cast<unsigned long long>(s.losses),
+        static_cast<unsigned long long>(s.overlaps), ms(s.overlap_total), ms(s.overlap_max),
+        take.value("p50_ms", 0.0), hand.value("p50_ms", 0.0),
+        static_cast<double>(s.store_ops) / static_cast<double>(std::max<std::uint64_t>(1, s.runs)),
+        s.must_exclude ? "exclude" : "-", static_cast<unsigned long long>(s.trace));
     nlohmann::ordered_json m;
     m["runs"] = s.runs;
     m["claims"] = s.claims;
@@ -272,9 +308,10 @@ int main(int argc, char** argv) {
     m["double_holder_intervals"] = s.overlaps;
     m["double_holder_total_ms"] = ms(s.overlap_total);
     m["double_holder_max_ms"] = ms(s.overlap_max);
-    std::vector<std::uint64_t> first(s.overlap_seeds.begin(),
-                                     s.overlap_seeds.begin() +
-                                         static_cast<std::ptrdiff_t>(std::min<std::size_t>(20, s.overlap_seeds.size())));
+    std::vector<std::uint64_t> first(
+        s.overlap_seeds.begin(),
+        s.overlap_seeds.begin() +
+            static_cast<std::ptrdiff_t>(std::min<std::size_t>(20, s.overlap_seeds.size())));
     m["double_holder_seeds"] = first;
     m["crash_takeover"] = take;
     m["handover_gap"] = hand;
@@ -292,7 +329,8 @@ int main(int argc, char** argv) {
       status = 1;
     }
     if (std::find(o.expect_overlap.begin(), o.expect_overlap.end(), mode) !=
-            o.expect_overlap.end() && s.overlaps == 0) {
+            o.expect_overlap.end() &&
+        s.overlaps == 0) {
       std::fprintf(stderr, "FAIL: %s was expected to show double holders and showed none\n",
                    std::string(instance::to_string(mode)).c_str());
       status = 1;

@@ -26,8 +26,8 @@ class Rng {
     return Time{std::uniform_int_distribution<std::int64_t>(lo.count(), hi.count())(g_)};
   }
   Time exponential(Duration mean) {
-    return Time{static_cast<std::int64_t>(
-        std::exponential_distribution<double>(1.0)(g_) * static_cast<double>(mean.count()))};
+    return Time{static_cast<std::int64_t>(std::exponential_distribution<double>(1.0)(g_) *
+                                          static_cast<double>(mean.count()))};
   }
   Time lognormal(Duration median, double sigma) {
     const double f = std::exp(sigma * std::normal_distribution<double>(0.0, 1.0)(g_));
@@ -92,7 +92,8 @@ class StoreModel {
     if (!caps_.conditional_writes) return fail(Errc::unsupported, "no conditional writes");
     const Entry* t = truth(key);
     if (!t || !t->data) return fail(Errc::not_found, "replace_if " + key.str() + ": not found");
-    if (t->version != version) return fail(Errc::conflict, "replace_if " + key.str() + ": conflict");
+    if (t->version != version)
+      return fail(Errc::conflict, "replace_if " + key.str() + ": conflict");
     return write(key, std::string(data), now);
   }
   Result<void> remove_if(const Key& key, std::string_view version, Time now) {
@@ -321,8 +322,8 @@ struct Simulation {
     n.holding = false;
     intervals.push_back({n.name, n.hold_start, std::min(at, n.believed_until)});
     note(n, std::string("ended: ") + std::string(why));
-    const bool others = std::any_of(nodes.begin(), nodes.end(),
-                                    [](const auto& o) { return o->holding; });
+    const bool others =
+        std::any_of(nodes.begin(), nodes.end(), [](const auto& o) { return o->holding; });
     if (!others && (crash || why == "stand_down")) vacated = {at, crash};
   }
   // After a task: the holder believes it holds until its fence deadline.
@@ -400,7 +401,8 @@ class NodeClock final : public Clock {
     }
     auto done = std::make_shared<bool>(false);
     const std::uint64_t inc = n_.incarnation;
-    s.world.at(s.world.now() + n_.global_delay(d), [&s, n = &n_, done, inc] { s.wake(*n, done, inc); });
+    s.world.at(s.world.now() + n_.global_delay(d),
+               [&s, n = &n_, done, inc] { s.wake(*n, done, inc); });
     return s.wait(n_, done, inc);
   }
 
@@ -450,9 +452,8 @@ class NodeStore final : public Store {
     return call<Document>("get", k, [=, m = &model()](Time t) { return m->get(k, t); });
   }
   Result<std::string> create(const Key& k, std::string_view d) override {
-    return call<std::string>("create", k, [=, m = &model(), d = std::string(d)](Time t) {
-      return m->create(k, d, t);
-    });
+    return call<std::string>(
+        "create", k, [=, m = &model(), d = std::string(d)](Time t) { return m->create(k, d, t); });
   }
   Result<std::string> replace(const Key& k, std::string_view d) override {
     return call<std::string>("replace", k, [=, m = &model(), d = std::string(d)](Time t) {
@@ -485,8 +486,8 @@ class NodeStore final : public Store {
     });
   }
   Result<void> unlock(const Key& k, std::string_view tok) override {
-    return call<void>("unlock", k,
-                      [=, m = &model(), tok = std::string(tok)](Time) { return m->unlock(k, tok); });
+    return call<void>(
+        "unlock", k, [=, m = &model(), tok = std::string(tok)](Time) { return m->unlock(k, tok); });
   }
 
  private:
@@ -559,13 +560,19 @@ class NodeLogger final : public Logger {
 };
 
 void Simulation::start_guard(Node& n) {
-  GuardOptions o{.ttl = cfg.ttl, .id = n.id, .host = n.name, .pid = 1000 + n.index,
+  GuardOptions o{.ttl = cfg.ttl,
+                 .id = n.id,
+                 .host = n.name,
+                 .pid = 1000 + n.index,
                  .clock = std::make_shared<NodeClock>(n),
                  .scheduler = std::make_shared<NodeScheduler>(n),
-                 .logger = std::make_shared<NodeLogger>(n), .mode = cfg.mode,
-                 .settle = cfg.settle, .max_skew = cfg.max_skew,
+                 .logger = std::make_shared<NodeLogger>(n),
+                 .mode = cfg.mode,
+                 .settle = cfg.settle,
+                 .max_skew = cfg.max_skew,
                  .on_lost = [this, &n](const Error&) { lost(n); },
-                 .boot_id = "boot-" + n.name, .pid_ns = "pid-ns"};
+                 .boot_id = "boot-" + n.name,
+                 .pid_ns = "pid-ns"};
   o.check_lag = cfg.lag_check;
   auto guard = Guard::create(std::make_shared<NodeStore>(n), std::move(o));
   if (!guard) {
@@ -585,7 +592,8 @@ void Simulation::crash(Node& n) {
   n.paused_until = Time{0};
   n.tasks.clear();
   if (!n.idle) world.resume(n.actor);  // its pending call returns; the task unwinds
-  world.at(world.now() + n.rng.uniform(cfg.restart_min, cfg.restart_max), [this, &n] { restart(n); });
+  world.at(world.now() + n.rng.uniform(cfg.restart_min, cfg.restart_max),
+           [this, &n] { restart(n); });
 }
 
 void Simulation::restart(Node& n) {

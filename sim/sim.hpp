@@ -79,7 +79,7 @@ struct RunResult {
   std::vector<Time> takeovers;    // crash of the holder -> next grant
   std::vector<Time> handovers;    // stand-down -> next grant
   std::uint64_t trace = 0;
-  std::vector<std::string> log;   // with Config::keep_log
+  std::vector<std::string> log;  // with Config::keep_log
 };
 
 RunResult run_one(const Config& config, std::uint64_t seed);

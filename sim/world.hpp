@@ -67,9 +67,7 @@ class World {
     Time time;
     std::uint64_t seq;
     std::function<void()> fn;
-    bool operator>(const Event& o) const {
-      return time != o.time ? time > o.time : seq > o.seq;
-    }
+    bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   std::vector<std::unique_ptr<Actor>> actors_;

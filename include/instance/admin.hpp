@@ -18,8 +18,8 @@ struct InstanceEntry {
   Key key;
   std::optional<Record> record;  // absent when unreadable
   bool readable = false;
-  bool live = false;             // unreadable records count as live
-  std::string problem;           // why it is unreadable
+  bool live = false;    // unreadable records count as live
+  std::string problem;  // why it is unreadable
 };
 
 // Every record under instances/, readable or not, sorted by key.
@@ -28,6 +28,6 @@ INSTANCE_EXPORT Result<std::vector<InstanceEntry>> list_instances(Store& store, 
 // Removes the record of `id`. A live or unreadable record is removed only
 // with `force`; otherwise Errc::another_instance. Errc::not_found when absent.
 INSTANCE_EXPORT Result<void> release_instance(Store& store, std::string_view id, WallTime now,
-                                             bool force);
+                                              bool force);
 
 }  // namespace instance

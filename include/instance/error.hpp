@@ -16,21 +16,21 @@
 namespace instance {
 
 enum class Errc {
-  not_found,       // the key does not exist
-  already_exists,  // create on a key that exists
-  conflict,        // a conditional write lost: the version did not match
-  locked,          // the store holds a lock on the key for someone else
-  malformed,       // bytes that cannot be decoded: corrupt, oversized, nonsense reply
-  unavailable,     // the store cannot be reached or answered with a server error
-  timeout,         // no answer within the deadline
-  permission,      // the store refused us: credentials, access rights
-  invalid,         // the caller asked for something impossible: bad key, bad option
-  unsupported,     // the store cannot do this operation at all
-  no_space,        // the store is full
-  cancelled,       // the caller asked to stop
+  not_found,         // the key does not exist
+  already_exists,    // create on a key that exists
+  conflict,          // a conditional write lost: the version did not match
+  locked,            // the store holds a lock on the key for someone else
+  malformed,         // bytes that cannot be decoded: corrupt, oversized, nonsense reply
+  unavailable,       // the store cannot be reached or answered with a server error
+  timeout,           // no answer within the deadline
+  permission,        // the store refused us: credentials, access rights
+  invalid,           // the caller asked for something impossible: bad key, bad option
+  unsupported,       // the store cannot do this operation at all
+  no_space,          // the store is full
+  cancelled,         // the caller asked to stop
   another_instance,  // a live instance of the service holds the store
-  lost,            // a claim was lost after it had been granted
-  internal,        // a bug or an unexpected system failure
+  lost,              // a claim was lost after it had been granted
+  internal,          // a bug or an unexpected system failure
 };
 
 // A short, stable name for the code ("not_found", "unavailable", ...).

@@ -26,8 +26,8 @@
 // (Store::lock_granted): a shorter grant sets the period (grant/3) and the
 // deadline (grant - max_skew); a grant under 3 x max_skew (or 1 s) is refused
 // at the claim (Errc::invalid) and loses the claim at a refresh; a longer
-// grant is the expiry the lease document and record show. stand_down() stops renewing and gives the claim up so a successor
-// starts at once. Reclaiming with one's own id is allowed (a restart).
+// grant is the expiry the lease document and record show. stand_down() stops renewing and gives the
+// claim up so a successor starts at once. Reclaiming with one's own id is allowed (a restart).
 //
 // Thread safety: a Guard may be used from several threads; a Claim's
 // stand_down() may race with its renewals and with itself.
@@ -104,7 +104,6 @@ struct GuardOptions {
   // with the last cause. Must be at least 0.
   Duration startup_timeout = std::chrono::seconds(30);
 };
-
 
 // The original's refusal message; ClaimError::error.message starts with it.
 inline constexpr std::string_view kAnotherInstanceMessage =

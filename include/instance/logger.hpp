@@ -27,8 +27,7 @@ struct LogField {
 class INSTANCE_EXPORT Logger {
  public:
   virtual ~Logger();
-  virtual void log(LogLevel level, std::string_view message,
-                   std::span<const LogField> fields) = 0;
+  virtual void log(LogLevel level, std::string_view message, std::span<const LogField> fields) = 0;
 
   void debug(std::string_view m, std::initializer_list<LogField> f = {}) {
     log(LogLevel::debug, m, {f.begin(), f.size()});

@@ -37,11 +37,11 @@ namespace instance {
 struct OpenOptions {
   std::shared_ptr<Logger> logger;
   // Remote stores: credentials and TLS. Empty means "not given".
-  std::string user;                      // basic auth user (or INSTANCE_GUARD_USER)
-  std::filesystem::path password_file;   // basic auth password or app token
-  std::filesystem::path token_file;      // bearer token
-  std::filesystem::path ca_file;         // extra CA bundle for TLS
-  bool insecure = false;                 // skip TLS verification (warned about)
+  std::string user;                     // basic auth user (or INSTANCE_GUARD_USER)
+  std::filesystem::path password_file;  // basic auth password or app token
+  std::filesystem::path token_file;     // bearer token
+  std::filesystem::path ca_file;        // extra CA bundle for TLS
+  bool insecure = false;                // skip TLS verification (warned about)
   // Lease length the guard will use; stores use it to judge clock skew.
   std::chrono::nanoseconds ttl = std::chrono::minutes(2);
   // The caller only reads (`status`): the store never writes, so it neither

@@ -86,7 +86,9 @@ void print_table(const std::vector<InstanceEntry>& entries, WallTime now) {
         r && r->pid ? std::to_string(*r->pid) : "-",
         r ? seconds_precision(r->started_at) : "-",
         r ? seconds_precision(r->expires_at) + " (" + relative(r->expires_at, now) + ")" : "-",
-        !e.readable ? "unreadable (live)" : e.live ? "live" : "expired",
+        !e.readable ? "unreadable (live)"
+        : e.live    ? "live"
+                    : "expired",
         e.readable ? "" : e.problem,
     });
   }
@@ -125,8 +127,8 @@ std::string mode_lines(const std::shared_ptr<Store>& store, Mode requested) {
   if (requested == Mode::automatic) line += " (auto)";
   line += ": " + std::string(guarantee_summary(choice->mode));
   if (requested == Mode::automatic) line += "\nchosen because: " + choice->reason;
-  return line + "\nexpiry judged by: " +
-         std::string(expiry_summary(choice->mode, store->capabilities()));
+  return line +
+         "\nexpiry judged by: " + std::string(expiry_summary(choice->mode, store->capabilities()));
 }
 
 }  // namespace

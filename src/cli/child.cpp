@@ -116,8 +116,7 @@ std::expected<Child, SpawnError> Child::spawn(const ChildSpec& spec, const Signa
     return std::unexpected(SpawnError{kExitSoftware, "cannot start " + command});
   }
   const int code = failure == ENOENT || failure == ENOTDIR ? kExitNotFound : kExitCannotExecute;
-  return std::unexpected(
-      SpawnError{code, "cannot run " + command + ": " + std::strerror(failure)});
+  return std::unexpected(SpawnError{code, "cannot run " + command + ": " + std::strerror(failure)});
 }
 
 Child::Child(Child&& other) noexcept
@@ -168,8 +167,7 @@ std::vector<std::string> environment_with(char** environ_entries, const std::str
 std::vector<std::string> environment_with(std::vector<std::string> environment,
                                           const std::string& name, const std::string& value) {
   const std::string prefix = name + "=";
-  std::erase_if(environment,
-                [&](const std::string& entry) { return entry.starts_with(prefix); });
+  std::erase_if(environment, [&](const std::string& entry) { return entry.starts_with(prefix); });
   environment.push_back(prefix + value);
   return environment;
 }

@@ -15,8 +15,8 @@ namespace instance::cli {
 
 struct RunArgs {
   StoreFlags store;
-  std::optional<std::string> ttl;  // --ttl
-  std::optional<std::string> id;   // --id
+  std::optional<std::string> ttl;       // --ttl
+  std::optional<std::string> id;        // --id
   std::optional<std::string> mode;      // --mode (env INSTANCE_GUARD_MODE)
   std::optional<std::string> max_skew;  // --max-skew
   std::optional<std::string> settle;    // --settle

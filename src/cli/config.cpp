@@ -32,8 +32,8 @@ std::expected<Duration, std::string> positive_duration(std::string_view text,
 std::optional<std::string> home_folder(const Getenv& getenv) {
   if (auto home = getenv("HOME")) return home;
   // getpwuid is not thread-safe; this runs before the tool starts any thread.
-  if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr &&
-                                                  pw->pw_dir[0] != '\0') {
+  if (const passwd* pw = ::getpwuid(::getuid());
+      pw != nullptr && pw->pw_dir != nullptr && pw->pw_dir[0] != '\0') {
     return std::string(pw->pw_dir);
   }
   return std::nullopt;
@@ -68,12 +68,11 @@ Resolved<std::string> resolve_store_url(const StoreFlags& flags, std::string_vie
   const std::string name = flags.name ? *flags.name : std::string(default_name);
   if (!is_usable_name(name)) {
     return std::unexpected(ConfigError{
-        kExitUsage, name.empty()
-                        ? "no store given: pass --store URL, set INSTANCE_GUARD_STORE, or "
-                          "pass --name NAME to use the default local store"
-                        : "cannot use \"" + name +
-                              "\" as the store name (it must be a single folder name); "
-                              "pass --name NAME or --store URL"});
+        kExitUsage, name.empty() ? "no store given: pass --store URL, set INSTANCE_GUARD_STORE, or "
+                                   "pass --name NAME to use the default local store"
+                                 : "cannot use \"" + name +
+                                       "\" as the store name (it must be a single folder name); "
+                                       "pass --name NAME or --store URL"});
   }
   std::filesystem::path base;
   if (auto state = getenv("XDG_STATE_HOME"); state && state->starts_with('/')) {
@@ -81,9 +80,10 @@ Resolved<std::string> resolve_store_url(const StoreFlags& flags, std::string_vie
   } else if (auto home = home_folder(getenv)) {
     base = std::filesystem::path(*home) / ".local" / "state";
   } else {
-    return std::unexpected(ConfigError{
-        kExitConfig, "no default store folder: neither XDG_STATE_HOME nor a home folder is "
-                     "known; pass --store URL or set INSTANCE_GUARD_STORE"});
+    return std::unexpected(
+        ConfigError{kExitConfig,
+                    "no default store folder: neither XDG_STATE_HOME nor a home folder is "
+                    "known; pass --store URL or set INSTANCE_GUARD_STORE"});
   }
   return (base / "instance-guard" / name).string();
 }
@@ -108,16 +108,17 @@ Resolved<Mode> resolve_mode(const std::optional<std::string>& flag, const Getenv
     auto mode = parse_mode(*flag);
     if (!mode) {
       return std::unexpected(ConfigError{
-          kExitUsage, "--mode: unknown mode \"" + *flag + "\" (auto, announce, verify or exclusive)"});
+          kExitUsage,
+          "--mode: unknown mode \"" + *flag + "\" (auto, announce, verify or exclusive)"});
     }
     return *mode;
   }
   if (auto from_env = getenv("INSTANCE_GUARD_MODE")) {
     auto mode = parse_mode(*from_env);
     if (!mode) {
-      return std::unexpected(ConfigError{
-          kExitConfig, "INSTANCE_GUARD_MODE: unknown mode \"" + *from_env +
-                           "\" (auto, announce, verify or exclusive)"});
+      return std::unexpected(
+          ConfigError{kExitConfig, "INSTANCE_GUARD_MODE: unknown mode \"" + *from_env +
+                                       "\" (auto, announce, verify or exclusive)"});
     }
     return *mode;
   }
@@ -129,14 +130,13 @@ Resolved<std::optional<Duration>> resolve_duration_flag(const std::optional<std:
   if (!flag) return std::optional<Duration>{};
   auto parsed = parse_duration(*flag);
   if (!parsed) {
-    return std::unexpected(ConfigError{kExitUsage, std::string(flag_name) + ": " +
-                                                       parsed.error().message +
-                                                       " (Go duration syntax, e.g. 500ms, 5s, 2m)"});
+    return std::unexpected(
+        ConfigError{kExitUsage, std::string(flag_name) + ": " + parsed.error().message +
+                                    " (Go duration syntax, e.g. 500ms, 5s, 2m)"});
   }
   if (parsed->count() < 0) {
-    return std::unexpected(ConfigError{kExitUsage, std::string(flag_name) +
-                                                       ": must not be negative, got \"" + *flag +
-                                                       "\""});
+    return std::unexpected(ConfigError{
+        kExitUsage, std::string(flag_name) + ": must not be negative, got \"" + *flag + "\""});
   }
   return *parsed;
 }
@@ -198,8 +198,8 @@ OpenOptions open_options(const StoreFlags& flags, std::shared_ptr<Logger> logger
   options.insecure = flags.insecure;
   options.create_path = flags.create_path;
   if (const auto env = process_environment()("INSTANCE_GUARD_CREATE_PATH")) {
-    options.create_path = options.create_path || *env == "1" || *env == "true" ||
-                          *env == "yes" || *env == "on";
+    options.create_path =
+        options.create_path || *env == "1" || *env == "true" || *env == "yes" || *env == "on";
   }
   if (ttl) options.ttl = *ttl;
   return options;

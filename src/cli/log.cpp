@@ -22,7 +22,7 @@ std::string timestamp() {
   const auto secs = std::chrono::floor<std::chrono::seconds>(now);
   const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(now - secs).count();
   std::string text = format_rfc3339(std::chrono::time_point_cast<Duration>(secs));
-  text.pop_back();  // the 'Z'
+  text.pop_back();                                           // the 'Z'
   const std::string digits = std::to_string(1000 + millis);  // "1050"
   return text + "." + digits.substr(1) + "Z";
 }
@@ -31,8 +31,8 @@ std::string timestamp() {
 std::string logfmt_value(std::string_view value) {
   const bool bare = !value.empty() && value.find_first_of(" \t\r\n\"=\\") == std::string_view::npos;
   if (bare) return std::string(value);
-  return nlohmann::json(std::string(value)).dump(-1, ' ', false,
-                                                 nlohmann::json::error_handler_t::replace);
+  return nlohmann::json(std::string(value))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // Writes the whole line to stderr, retrying short writes; errors are dropped

@@ -28,12 +28,14 @@ void add_store_flags(CLI::App& app, StoreFlags& flags) {
   creds->add_option("--user", flags.user,
                     "User name; cs3: the service account id [env: INSTANCE_GUARD_USER, "
                     "INSTANCE_GUARD_CS3_ID]");
-  creds->add_option("--password-file", flags.password_file,
-                    "File holding the password or app token; cs3: the service account secret "
-                    "[env: INSTANCE_GUARD_PASSWORD, INSTANCE_GUARD_CS3_SECRET(_FILE)]")
+  creds
+      ->add_option("--password-file", flags.password_file,
+                   "File holding the password or app token; cs3: the service account secret "
+                   "[env: INSTANCE_GUARD_PASSWORD, INSTANCE_GUARD_CS3_SECRET(_FILE)]")
       ->check(CLI::ExistingFile);
-  creds->add_option("--token-file", flags.token_file,
-                    "File holding a bearer token [env: INSTANCE_GUARD_TOKEN]")
+  creds
+      ->add_option("--token-file", flags.token_file,
+                   "File holding a bearer token [env: INSTANCE_GUARD_TOKEN]")
       ->check(CLI::ExistingFile);
   creds->add_option("--ca-file", flags.ca_file, "Extra CA bundle for TLS")
       ->check(CLI::ExistingFile);
@@ -132,8 +134,8 @@ int dispatch(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
 
-  const auto logger = make_stderr_logger(*parse_log_format(log_flags.format),
-                                         *parse_log_level(log_flags.level));
+  const auto logger =
+      make_stderr_logger(*parse_log_format(log_flags.format), *parse_log_level(log_flags.level));
   if (run->parsed()) return run_command(run_args, logger);
   if (status->parsed()) return status_command(status_args, logger);
   return release_command(release_args, logger);

@@ -6,11 +6,10 @@
 // guard wakes only at its renewals); the
 // claim (or --wait) runs on a worker thread so a signal can cancel it through
 // its stop_token, and so does the stand-down, so that a signal or
-// --stand-down-timeout ends the tool while the store does not answer; renewals run on the guard's scheduler threads, which post
-// the loss of the claim to the eventfd. The main thread also wakes at the
-// claim's self-fencing deadline (Claim's accessors never wait for a store
-// call), so the child is stopped on time even if the library's own check
-// were late.
+// --stand-down-timeout ends the tool while the store does not answer; renewals run on the guard's
+// scheduler threads, which post the loss of the claim to the eventfd. The main thread also wakes at
+// the claim's self-fencing deadline (Claim's accessors never wait for a store call), so the child
+// is stopped on time even if the library's own check were late.
 
 #include <unistd.h>
 
@@ -117,9 +116,10 @@ void stand_down_watching_signals(Claim& claim, Duration budget, int exit_code,
       exit_now(exit_code);
     }
     if (steady::now() >= deadline) {
-      log.warn("stand-down did not finish within --stand-down-timeout; exiting, the record "
-               "expires on its own",
-               {{"stand_down_timeout", format_duration(budget)}, {"expires_at", expires_at}});
+      log.warn(
+          "stand-down did not finish within --stand-down-timeout; exiting, the record "
+          "expires on its own",
+          {{"stand_down_timeout", format_duration(budget)}, {"expires_at", expires_at}});
       exit_now(exit_code);
     }
   }
@@ -208,8 +208,8 @@ class LossReport {
 };
 
 struct Supervised {
-  int status = 0;                    // the child's
-  std::optional<std::string> lost;   // why the claim was lost, when it was
+  int status = 0;                   // the child's
+  std::optional<std::string> lost;  // why the claim was lost, when it was
 };
 
 // Forwards signals to the child's group until it ends; returns its status.
@@ -228,8 +228,8 @@ Supervised supervise(Child& child, const SignalSetup& setup, SignalFd& signals,
   for (;;) {
     for (const int sig : signals.drain()) {
       if (sig == SIGCHLD || setup.was_ignored(sig)) continue;
-      log.debug("forwarding signal", {{"signal", signal_name(sig)},
-                                      {"pgid", std::to_string(child.pid())}});
+      log.debug("forwarding signal",
+                {{"signal", signal_name(sig)}, {"pgid", std::to_string(child.pid())}});
       child.signal_group(sig);
     }
     if (auto status = child.poll_exit()) {
@@ -242,8 +242,9 @@ Supervised supervise(Child& child, const SignalSetup& setup, SignalFd& signals,
       if (auto why = loss.get()) {
         out.lost = *why;
       } else if (deadline && now >= *deadline) {
-        out.lost = "no renewal succeeded by the self-fencing deadline (ttl - max-skew); the "
-                   "store is unreachable or not answering";
+        out.lost =
+            "no renewal succeeded by the self-fencing deadline (ttl - max-skew); the "
+            "store is unreachable or not answering";
       }
       if (out.lost && policy.terminate) {
         log.error("claim lost; stopping the child",
@@ -305,7 +306,8 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
   }
   auto max_skew = resolve_duration_flag(args.max_skew, "--max-skew");
   auto settle = resolve_duration_flag(args.settle, "--settle");
-  auto kill_after = resolve_duration_flag(std::optional<std::string>(args.kill_after), "--kill-after");
+  auto kill_after =
+      resolve_duration_flag(std::optional<std::string>(args.kill_after), "--kill-after");
   for (const auto* d : {&max_skew, &settle, &kill_after}) {
     if (!*d) {
       log.error(d->error().message);
@@ -342,8 +344,8 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
   }
   const auto* store_ptr = store->get();
   if (wait_options) {
-    wait_options->on_wait = [&log, store_ptr, timeout = wait_options->timeout](
-                                const ClaimError& holder) {
+    wait_options->on_wait = [&log, store_ptr,
+                             timeout = wait_options->timeout](const ClaimError& holder) {
       auto fields = holder_fields(holder, *store_ptr);
       fields.push_back({"wait", timeout.count() > 0 ? format_duration(timeout) : "forever"});
       log.log(LogLevel::info, "waiting for the holder", fields);
@@ -386,21 +388,22 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
   if (!claim) return claim.error();
 
   // The store's credentials stay with the guard: the child never sees them.
-  auto environment = environment_without(environment_with(environ, "INSTANCE_GUARD_ID", claim->id()),
-                                         credential_variables(*url));
+  auto environment = environment_without(
+      environment_with(environ, "INSTANCE_GUARD_ID", claim->id()), credential_variables(*url));
   if (const auto epoch = claim->epoch()) {
-    environment = environment_with(std::move(environment), "INSTANCE_GUARD_EPOCH",
-                                   std::to_string(*epoch));
+    environment =
+        environment_with(std::move(environment), "INSTANCE_GUARD_EPOCH", std::to_string(*epoch));
   }
   const ChildSpec spec{args.command, std::move(environment)};
   auto child = Child::spawn(spec, setup);
   if (!child) {
     log.error(child.error().message);
-    stand_down_watching_signals(*claim, *stand_down_budget, child.error().exit_code, setup,
-                                signals, log);
+    stand_down_watching_signals(*claim, *stand_down_budget, child.error().exit_code, setup, signals,
+                                log);
     return child.error().exit_code;
   }
-  log.debug("child started", {{"pid", std::to_string(child->pid())}, {"command", args.command.front()}});
+  log.debug("child started",
+            {{"pid", std::to_string(child->pid())}, {"command", args.command.front()}});
 
   const Supervised result = supervise(*child, setup, signals, events, *claim, loss, policy, log);
   if (result.lost && policy.terminate) {

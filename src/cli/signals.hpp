@@ -51,7 +51,7 @@ class SignalSetup {
  private:
   sigset_t blocked_{};
   sigset_t original_mask_{};
-  struct sigaction original_sigchld_{};
+  struct sigaction original_sigchld_ {};
   std::array<bool, NSIG> ignored_{};
 };
 
@@ -72,8 +72,8 @@ class SignalFd {
 };
 
 // A wake-up another thread can post (an eventfd): the claim worker says "done"
-// through it, and the guard's renewal thread reports the loss of the claim. notify() is thread-safe and
-// async-signal-safe.
+// through it, and the guard's renewal thread reports the loss of the claim. notify() is thread-safe
+// and async-signal-safe.
 class Wakeup {
  public:
   Wakeup();

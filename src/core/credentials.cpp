@@ -18,7 +18,8 @@ Result<std::string> read_secret_file(const std::filesystem::path& path, std::str
   in.read(secret.data(), static_cast<std::streamsize>(secret.size()));
   if (in.bad()) return fail(Errc::invalid, "cannot read " + name);
   secret.resize(static_cast<std::size_t>(in.gcount()));
-  if (secret.size() > kMaxSecretFileSize) return fail(Errc::invalid, name + " is larger than 64 KiB");
+  if (secret.size() > kMaxSecretFileSize)
+    return fail(Errc::invalid, name + " is larger than 64 KiB");
   while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) {
     secret.pop_back();
   }
@@ -69,8 +70,10 @@ std::unexpected<Error> invalid_store_url(std::string_view url, std::string why) 
 
 std::optional<std::string> percent_decode(std::string_view text) {
   auto hex = [](char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                        : c >= 'A' && c <= 'F'   ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
   };
   std::string out;
   for (std::size_t i = 0; i < text.size(); ++i) {

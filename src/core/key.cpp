@@ -40,8 +40,8 @@ Result<std::string> escape_segment(std::string_view raw) {
 
 Result<std::string> unescape_segment(std::string_view escaped) {
   auto refuse = [&](std::string_view why) {
-    return fail(Errc::invalid, "key segment is not in canonical escaped form (" + std::string(why) +
-                                   ")");
+    return fail(Errc::invalid,
+                "key segment is not in canonical escaped form (" + std::string(why) + ")");
   };
   if (escaped.empty()) return refuse("empty");
   if (escaped == "." || escaped == "..") return refuse("bare dot segment");
@@ -89,11 +89,11 @@ Result<Key> Key::parse(std::string_view escaped) {
   std::size_t start = 0;
   while (true) {
     const std::size_t slash = escaped.find('/', start);
-    const auto segment = escaped.substr(start, slash == std::string_view::npos ? escaped.npos
-                                                                                : slash - start);
+    const auto segment =
+        escaped.substr(start, slash == std::string_view::npos ? escaped.npos : slash - start);
     if (auto raw = unescape_segment(segment); !raw) {
-      return fail(Errc::invalid, "invalid key \"" + std::string(escaped) + "\": " +
-                                     raw.error().message);
+      return fail(Errc::invalid,
+                  "invalid key \"" + std::string(escaped) + "\": " + raw.error().message);
     }
     if (slash == std::string_view::npos) break;
     start = slash + 1;
@@ -105,12 +105,13 @@ Result<Key> Key::from_listing(std::string_view path) {
   if (path.empty()) return Key{};
   for (std::size_t start = 0;;) {
     const std::size_t slash = path.find('/', start);
-    const auto segment = path.substr(start, slash == std::string_view::npos ? path.npos
-                                                                            : slash - start);
+    const auto segment =
+        path.substr(start, slash == std::string_view::npos ? path.npos : slash - start);
     if (segment.empty() || segment == "." || segment == ".." ||
         segment.find('\0') != std::string_view::npos) {
-      return fail(Errc::invalid, "a listed name cannot be a key: empty, a dot segment or a NUL "
-                                 "byte in a segment");
+      return fail(Errc::invalid,
+                  "a listed name cannot be a key: empty, a dot segment or a NUL "
+                  "byte in a segment");
     }
     if (slash == std::string_view::npos) break;
     start = slash + 1;

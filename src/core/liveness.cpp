@@ -28,8 +28,8 @@ Result<void> ensure_dir(const std::filesystem::path& dir) {
     return {};
   }
   if (errno != EEXIST) {
-    return fail(Errc::internal, "cannot create the liveness folder " + dir.string() + ": " +
-                              errno_text(errno));
+    return fail(Errc::internal,
+                "cannot create the liveness folder " + dir.string() + ": " + errno_text(errno));
   }
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -73,13 +73,14 @@ Result<LivenessLock> LivenessLock::hold() {
     lock.fd_ = ::open(lock.path_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   }
   if (lock.fd_ < 0) {
-    return fail(Errc::internal, "cannot open the liveness lock " + lock.path_.string() + ": " +
-                              errno_text(errno));
+    return fail(Errc::internal,
+                "cannot open the liveness lock " + lock.path_.string() + ": " + errno_text(errno));
   }
   struct stat st {};
   if (::fstat(lock.fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(std::exchange(lock.fd_, -1));
-    return fail(Errc::internal, "the liveness lock " + lock.path_.string() + " is not a regular file");
+    return fail(Errc::internal,
+                "the liveness lock " + lock.path_.string() + " is not a regular file");
   }
   // A checker holds a shared lock for a moment; a holder that outlived an
   // earlier process with our pid holds it for good.
@@ -90,10 +91,11 @@ Result<LivenessLock> LivenessLock::hold() {
   }
   const int error = errno;
   ::close(std::exchange(lock.fd_, -1));
-  return fail(Errc::internal, "cannot lock the liveness lock " + lock.path_.string() + ": " +
-                            (error == EWOULDBLOCK ? std::string("held by the descendants of an "
-                                                                "earlier process with this pid")
-                                                  : errno_text(error)));
+  return fail(Errc::internal,
+              "cannot lock the liveness lock " + lock.path_.string() + ": " +
+                  (error == EWOULDBLOCK ? std::string("held by the descendants of an "
+                                                      "earlier process with this pid")
+                                        : errno_text(error)));
 }
 
 bool liveness_lock_held(std::int64_t pid) {

@@ -10,10 +10,14 @@ Logger::~Logger() = default;
 
 std::string_view to_string(LogLevel level) noexcept {
   switch (level) {
-    case LogLevel::debug: return "debug";
-    case LogLevel::info: return "info";
-    case LogLevel::warn: return "warn";
-    case LogLevel::error: return "error";
+    case LogLevel::debug:
+      return "debug";
+    case LogLevel::info:
+      return "info";
+    case LogLevel::warn:
+      return "warn";
+    case LogLevel::error:
+      return "error";
   }
   return "unknown";
 }
@@ -28,11 +32,10 @@ class NullLogger final : public Logger {
 bool sensitive_name(std::string_view name) {
   std::string lower(name);
   std::ranges::transform(lower, lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  constexpr std::array<std::string_view, 8> kWords = {"token", "passw", "secret", "key",
+  constexpr std::array<std::string_view, 8> kWords = {"token", "passw", "secret",     "key",
                                                       "auth",  "sig",   "credential", "pwd"};
-  return std::ranges::any_of(kWords, [&](std::string_view w) {
-    return lower.find(w) != std::string::npos;
-  });
+  return std::ranges::any_of(
+      kWords, [&](std::string_view w) { return lower.find(w) != std::string::npos; });
 }
 
 }  // namespace

@@ -67,12 +67,21 @@ std::size_t scan_string(std::string_view s, std::size_t i) {
     if (c != '\\') continue;
     if (++i >= s.size()) return kInvalid;
     switch (s[i]) {
-      case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't': break;
+      case '"':
+      case '\\':
+      case '/':
+      case 'b':
+      case 'f':
+      case 'n':
+      case 'r':
+      case 't':
+        break;
       case 'u':
         if (hex4(s, i + 1) < 0) return kInvalid;
         i += 4;
         break;
-      default: return kInvalid;
+      default:
+        return kInvalid;
     }
   }
   return kInvalid;
@@ -224,13 +233,26 @@ std::string go_unquote(std::string_view raw) {
       const char e = s[i + 1];
       i += 2;
       switch (e) {
-        case 'b': out.push_back('\b'); continue;
-        case 'f': out.push_back('\f'); continue;
-        case 'n': out.push_back('\n'); continue;
-        case 'r': out.push_back('\r'); continue;
-        case 't': out.push_back('\t'); continue;
-        case 'u': break;
-        default: out.push_back(e); continue;  // '"', '\\', '/'
+        case 'b':
+          out.push_back('\b');
+          continue;
+        case 'f':
+          out.push_back('\f');
+          continue;
+        case 'n':
+          out.push_back('\n');
+          continue;
+        case 'r':
+          out.push_back('\r');
+          continue;
+        case 't':
+          out.push_back('\t');
+          continue;
+        case 'u':
+          break;
+        default:
+          out.push_back(e);
+          continue;  // '"', '\\', '/'
       }
       std::uint32_t r = static_cast<std::uint32_t>(hex4(s, i));
       i += 4;
@@ -392,8 +414,10 @@ Result<Record> decode_record(std::string_view bytes) {
       if (!v) return std::unexpected(v.error());
       record.pid = *v;
     } else {
-      for (auto [name, target] : {std::pair{"host", &record.host}, {"boot_id", &record.boot_id},
-                                  {"pid_ns", &record.pid_ns}, {"mode", &record.mode},
+      for (auto [name, target] : {std::pair{"host", &record.host},
+                                  {"boot_id", &record.boot_id},
+                                  {"pid_ns", &record.pid_ns},
+                                  {"mode", &record.mode},
                                   {"state", &record.state}}) {
         if (!matches(name)) continue;
         auto v = string_field(name, m.raw);

@@ -67,9 +67,8 @@ class ThreadScheduler final : public Scheduler {
       }
       const auto due = tasks_.begin()->first;
       if (std::chrono::steady_clock::now() < due) {
-        cv_.wait_until(lock, stop, due, [&] {
-          return !tasks_.empty() && tasks_.begin()->first < due;
-        });
+        cv_.wait_until(lock, stop, due,
+                       [&] { return !tasks_.empty() && tasks_.begin()->first < due; });
         continue;
       }
       auto fn = std::move(tasks_.begin()->second.fn);

@@ -108,10 +108,10 @@ Result<WallTime> parse_rfc3339(std::string_view s) {
   // WallTime counts nanoseconds in 64 bits (1677-09-21 to 2262-04-11): check
   // the range in 128 bits before converting, never overflow.
   const Wide seconds = Wide{std::chrono::sys_days{ymd}.time_since_epoch().count()} * 86400 +
-                           hour * 3600 + minute * 60 + second -
-                           std::chrono::seconds{offset}.count();
+                       hour * 3600 + minute * 60 + second - std::chrono::seconds{offset}.count();
   const Wide ns = seconds * 1'000'000'000 + frac_ns;
-  if (ns < std::numeric_limits<std::int64_t>::min() || ns > std::numeric_limits<std::int64_t>::max()) {
+  if (ns < std::numeric_limits<std::int64_t>::min() ||
+      ns > std::numeric_limits<std::int64_t>::max()) {
     return bad_time(s, "outside the representable range 1677-09-21 to 2262-04-11");
   }
   return WallTime{Duration{static_cast<std::int64_t>(ns)}};
@@ -119,9 +119,8 @@ Result<WallTime> parse_rfc3339(std::string_view s) {
 
 Result<Duration> parse_duration(std::string_view text) {
   auto bad = [&](std::string_view why) {
-    return fail(Errc::invalid, "\"" + std::string(text.substr(0, 64)) +
-                                   "\" is not a duration (" + std::string(why) +
-                                   "; examples: 500ms, 90s, 2m, 1h30m)");
+    return fail(Errc::invalid, "\"" + std::string(text.substr(0, 64)) + "\" is not a duration (" +
+                                   std::string(why) + "; examples: 500ms, 90s, 2m, 1h30m)");
   };
   std::string_view s = text;
   bool negative = false;
@@ -134,7 +133,8 @@ Result<Duration> parse_duration(std::string_view text) {
   // Go accumulates the magnitude in uint64 nanoseconds up to 2^63 (so that
   // "-2562047h47m16.854775808s", the most negative duration, parses) and
   // rejects more; a positive total must also fit int64.
-  constexpr std::uint64_t kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  constexpr std::uint64_t kMax =
+      static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   constexpr std::uint64_t kLimit = kMax + 1;
   std::uint64_t total = 0;
   while (!s.empty()) {
@@ -173,14 +173,22 @@ Result<Duration> parse_duration(std::string_view text) {
     const std::string_view unit = s.substr(0, u);
     s.remove_prefix(u);
     std::uint64_t scale;
-    if (unit == "ns") scale = 1;
-    else if (unit == "us" || unit == "\xC2\xB5s" || unit == "\xCE\xBCs") scale = 1'000;
-    else if (unit == "ms") scale = 1'000'000;
-    else if (unit == "s") scale = 1'000'000'000;
-    else if (unit == "m") scale = 60'000'000'000;
-    else if (unit == "h") scale = 3'600'000'000'000;
-    else if (unit.empty()) return bad("missing unit");
-    else return bad("unknown unit \"" + std::string(unit) + "\"");
+    if (unit == "ns")
+      scale = 1;
+    else if (unit == "us" || unit == "\xC2\xB5s" || unit == "\xCE\xBCs")
+      scale = 1'000;
+    else if (unit == "ms")
+      scale = 1'000'000;
+    else if (unit == "s")
+      scale = 1'000'000'000;
+    else if (unit == "m")
+      scale = 60'000'000'000;
+    else if (unit == "h")
+      scale = 3'600'000'000'000;
+    else if (unit.empty())
+      return bad("missing unit");
+    else
+      return bad("unknown unit \"" + std::string(unit) + "\"");
     if (whole > kLimit / scale) return bad("overflow");
     std::uint64_t value = whole * scale;
     if (fraction > 0) {
@@ -204,7 +212,8 @@ std::string format_duration(Duration d) {
   std::int64_t ns = d.count();
   if (ns == 0) return "0s";
   std::string sign = ns < 0 ? "-" : "";
-  std::uint64_t u = ns < 0 ? static_cast<std::uint64_t>(-(ns + 1)) + 1 : static_cast<std::uint64_t>(ns);
+  std::uint64_t u =
+      ns < 0 ? static_cast<std::uint64_t>(-(ns + 1)) + 1 : static_cast<std::uint64_t>(ns);
   auto fixed = [](std::uint64_t v, std::uint64_t unit) {
     std::string out = std::to_string(v / unit);
     std::uint64_t rem = v % unit;

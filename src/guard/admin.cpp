@@ -39,8 +39,8 @@ Result<void> release_instance(Store& store, std::string_view id, WallTime now, b
   if (!force) {
     auto record = decode_record(doc->data);
     if (!record) {
-      return fail(Errc::another_instance, "the record of " + std::string(id) +
-                                              " cannot be read (" + record.error().message +
+      return fail(Errc::another_instance, "the record of " + std::string(id) + " cannot be read (" +
+                                              record.error().message +
                                               "); remove it with --force if you are sure");
     }
     if (record->live_at(now)) {

@@ -29,8 +29,8 @@ class Announce final : public Protocol {
     if (stop.stop_requested()) return std::unexpected(failure(Errc::cancelled, "claim cancelled"));
     Holding held{.record = our_record(ctx, ctx.clock.wall(), "")};
     if (auto written = ctx.store.replace(ctx.record_key, encode_record(held.record)); !written) {
-      return std::unexpected(failure(written.error().code,
-                                     "cannot write our record: " + written.error().message));
+      return std::unexpected(
+          failure(written.error().code, "cannot write our record: " + written.error().message));
     }
     return held;
   }

@@ -73,8 +73,12 @@ struct Lease {
 
   // The lease as a record, for liveness and for naming the holder.
   Record as_record() const {
-    return Record{.id = holder, .expires_at = expires_at, .host = host, .pid = pid,
-                  .boot_id = boot_id, .pid_ns = pid_ns};
+    return Record{.id = holder,
+                  .expires_at = expires_at,
+                  .host = host,
+                  .pid = pid,
+                  .boot_id = boot_id,
+                  .pid_ns = pid_ns};
   }
 };
 
@@ -160,8 +164,10 @@ class Exclusive final : public Protocol {
       // give the claim up when it leaves no room to renew safely.
       const Duration granted = ctx.store.lock_granted(lock_key(), held.lock_token);
       if (auto usable = check_grant(ctx.options, granted, ctx.store.describe()); !usable) {
-        return {Renewal::lost, Error{Errc::lost, "a lock refresh was granted too short to hold "
-                                                 "safely: " + usable.error().message}};
+        return {Renewal::lost, Error{Errc::lost,
+                                     "a lock refresh was granted too short to hold "
+                                     "safely: " +
+                                         usable.error().message}};
       }
       held.granted = granted;
     }
@@ -230,8 +236,8 @@ class Exclusive final : public Protocol {
     auto token = ctx.store.lock(lock_key(), ctx.options.ttl, ctx.options.id);
     if (!token) {
       if (token.error().code != Errc::locked) {
-        return std::unexpected(failure(token.error().code,
-                                       "cannot take the store's lock: " + token.error().message));
+        return std::unexpected(
+            failure(token.error().code, "cannot take the store's lock: " + token.error().message));
       }
       // Name the holder from the lease document when it can be read.
       std::optional<Record> holder;
@@ -273,9 +279,9 @@ class Exclusive final : public Protocol {
     // count as the floor.
     const std::uint64_t numbered = ctx.store.lock_epoch(lock_key(), held.lock_token);
     if (numbered != 0 && numbered < epoch) {
-      ctx.log.warn("the store's lock epoch is behind the lease document's; keeping the larger",
-                   {{"store_epoch", std::to_string(numbered)},
-                    {"document_epoch", std::to_string(epoch)}});
+      ctx.log.warn(
+          "the store's lock epoch is behind the lease document's; keeping the larger",
+          {{"store_epoch", std::to_string(numbered)}, {"document_epoch", std::to_string(epoch)}});
     }
     epoch = std::max(epoch, numbered);
     // Every other live record still keeps us out (an original guard's; the
@@ -289,8 +295,8 @@ class Exclusive final : public Protocol {
     auto written = version.empty() ? ctx.store.replace(lease_key(), encode(lease))
                                    : write_lease(ctx, lease, version);
     if (!written) {
-      return give_up(failure(written.error().code,
-                             "cannot write the lease: " + written.error().message));
+      return give_up(
+          failure(written.error().code, "cannot write the lease: " + written.error().message));
     }
     held.lease_version = std::move(*written);
     held.epoch = epoch;
@@ -303,11 +309,12 @@ class Exclusive final : public Protocol {
   // clock that judges it: its record blocks only until its own expires_at.
   // A dead process on this host never blocks (is_live).
   static ScanRules rules_after_holder(const Context& ctx, std::string previous) {
-    return ScanRules{.reap = true, .margin = *ctx.options.max_skew,
-                     .blocks = [&clock = ctx.clock, previous = std::move(previous)](
-                                   const Record& r) {
-                       return r.id != previous || clock.wall() < r.expires_at;
-                     }};
+    return ScanRules{
+        .reap = true,
+        .margin = *ctx.options.max_skew,
+        .blocks = [&clock = ctx.clock, previous = std::move(previous)](const Record& r) {
+          return r.id != previous || clock.wall() < r.expires_at;
+        }};
   }
 
   // Our lease document; its expiry is the ttl, or the store's lock grant
@@ -315,9 +322,13 @@ class Exclusive final : public Protocol {
   // lease expired before).
   static Lease ours(const Context& ctx, std::uint64_t epoch, WallTime now,
                     Duration granted = Duration::zero()) {
-    return Lease{.holder = ctx.options.id, .epoch = epoch,
-                 .expires_at = now + held_for(ctx.options, granted), .host = ctx.self.host,
-                 .pid = ctx.self.pid, .boot_id = ctx.self.boot_id, .pid_ns = ctx.self.pid_ns};
+    return Lease{.holder = ctx.options.id,
+                 .epoch = epoch,
+                 .expires_at = now + held_for(ctx.options, granted),
+                 .host = ctx.self.host,
+                 .pid = ctx.self.pid,
+                 .boot_id = ctx.self.boot_id,
+                 .pid_ns = ctx.self.pid_ns};
   }
 
   // One read-decide-write round: the holding when we won, nullopt when a
@@ -338,8 +349,8 @@ class Exclusive final : public Protocol {
         return std::unexpected(refusal(lease_key(), current->as_record(), "it holds the lease"));
       }
     } else if (doc.error().code != Errc::not_found) {
-      return std::unexpected(failure(doc.error().code,
-                                     "cannot read the lease: " + doc.error().message));
+      return std::unexpected(
+          failure(doc.error().code, "cannot read the lease: " + doc.error().message));
     }
 
     // The lease is ours to take; an original guard's live record still keeps

@@ -18,10 +18,14 @@ namespace instance {
 
 std::string_view to_string(Mode mode) noexcept {
   switch (mode) {
-    case Mode::automatic: return "auto";
-    case Mode::announce: return "announce";
-    case Mode::verify: return "verify";
-    case Mode::exclusive: return "exclusive";
+    case Mode::automatic:
+      return "auto";
+    case Mode::announce:
+      return "announce";
+    case Mode::verify:
+      return "verify";
+    case Mode::exclusive:
+      return "exclusive";
   }
   return "unknown";
 }
@@ -49,8 +53,8 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   std::unique_ptr<Protocol> protocol;
   Key key;
   HostIdentity self;
-  std::string id;                   // never changes: read without the lock
-  Mode mode = Mode::announce;       // never changes
+  std::string id;                      // never changes: read without the lock
+  Mode mode = Mode::announce;          // never changes
   std::optional<std::uint64_t> epoch;  // never changes
 
   std::mutex io;
@@ -74,9 +78,7 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   // The write that succeeded started no later than `since`; our record and
   // lease are good until since + window on our clock, and others may judge
   // them max_skew early (requires mu).
-  MonoTime deadline_after(MonoTime since) const {
-    return since + window() - *options->max_skew;
-  }
+  MonoTime deadline_after(MonoTime since) const { return since + window() - *options->max_skew; }
 
   void start(MonoTime acquired_since) {  // requires mu
     schedule_renewal();
@@ -102,14 +104,13 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     std::unique_lock lock(mu);
     if (status != ClaimStatus::held) return;
     if (options->clock->monotonic() < deadline) return;  // renewed meanwhile
-    lose(lock, Error{Errc::lost, "no renewal succeeded for " +
-                                     std::string(held.granted > Duration::zero() &&
-                                                         held.granted < options->ttl
-                                                     ? "the store's lock grant"
-                                                     : "ttl") +
-                                     " - max-skew (" +
-                                     format_duration(window() - *options->max_skew) +
-                                     "); another instance may take over now"});
+    lose(lock, Error{Errc::lost,
+                     "no renewal succeeded for " +
+                         std::string(held.granted > Duration::zero() && held.granted < options->ttl
+                                         ? "the store's lock grant"
+                                         : "ttl") +
+                         " - max-skew (" + format_duration(window() - *options->max_skew) +
+                         "); another instance may take over now"});
     // A renewal may be stuck holding `io`; it withdraws our record when it
     // returns. Otherwise do it now.
     std::unique_lock io_lock(io, std::try_to_lock);
@@ -138,17 +139,20 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
       case Renewal::renewed:
         if (work.granted != held.granted) {
           log().info("the store's lock grant changed; renewing on the new one",
-                     {{"id", id}, {"granted", format_duration(work.granted)},
+                     {{"id", id},
+                      {"granted", format_duration(work.granted)},
                       {"was", format_duration(held.granted)}});
         }
         held = std::move(work);
-        log().debug("renewed", {{"id", id}, {"expires_at", format_rfc3339(held.record.expires_at)}});
+        log().debug("renewed",
+                    {{"id", id}, {"expires_at", format_rfc3339(held.record.expires_at)}});
         if (protocol->detects_loss()) {
           if (options->clock->monotonic() >= deadline) {
             // The write landed, but after our deadline: others may already
             // have judged us gone.
-            lose(lock, Error{Errc::lost, "a renewal succeeded only after the self-fencing "
-                                         "deadline had passed"});
+            lose(lock, Error{Errc::lost,
+                             "a renewal succeeded only after the self-fencing "
+                             "deadline had passed"});
             withdraw_record();
             return;
           }
@@ -156,9 +160,9 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
         }
         break;
       case Renewal::failed:
-        log().warn("renewal failed; retrying next period",
-                   {{"id", id}, {"error", r.error.message},
-                    {"retry_in", format_duration(period())}});
+        log().warn(
+            "renewal failed; retrying next period",
+            {{"id", id}, {"error", r.error.message}, {"retry_in", format_duration(period())}});
         break;
       case Renewal::lost:
         lose(lock, r.error);
@@ -196,7 +200,8 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
       record_withdrawn = true;
     }
     if (auto removed = store->remove(key); !removed && removed.error().code != Errc::not_found) {
-      log().warn("could not remove our record after the loss", {{"error", removed.error().message}});
+      log().warn("could not remove our record after the loss",
+                 {{"error", removed.error().message}});
     }
   }
 
@@ -225,7 +230,8 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     if (was != ClaimStatus::held) return {};
     if (auto released = protocol->release(context(), work); !released) {
       log().warn("stand-down could not release the claim; it expires on its own",
-                 {{"id", id}, {"error", released.error().message},
+                 {{"id", id},
+                  {"error", released.error().message},
                   {"expires_at", format_rfc3339(work.record.expires_at)}});
       return released;
     }
@@ -254,9 +260,11 @@ Result<void> check_grant(const GuardOptions& options, Duration granted, std::str
   if (granted >= least) return {};
   return fail(Errc::invalid,
               std::string(store) + " granted its lock for only " + format_duration(granted) +
-                  " (ttl " + format_duration(options.ttl) + " asked): too short to renew "
-                  "before it lapses with max-skew " + format_duration(*options.max_skew) +
-                  "; a grant must be at least " + format_duration(least) +
+                  " (ttl " + format_duration(options.ttl) +
+                  " asked): too short to renew "
+                  "before it lapses with max-skew " +
+                  format_duration(*options.max_skew) + "; a grant must be at least " +
+                  format_duration(least) +
                   " (3 x max-skew, and 1 s): lengthen the server's lock timeout or lower "
                   "--max-skew");
 }
@@ -307,15 +315,19 @@ Result<void> check_id(const std::string& id) {
   for (std::size_t i = 0; i < id.size();) {
     const auto c = static_cast<unsigned char>(id[i]);
     if (c < 0x20 || c == 0x7F) return bad("contains a control character");
-    const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3
-                                          : (c >> 3) == 0x1E ? 4 : 0;
+    const std::size_t len = c < 0x80           ? 1
+                            : (c >> 5) == 0x6  ? 2
+                            : (c >> 4) == 0xE  ? 3
+                            : (c >> 3) == 0x1E ? 4
+                                               : 0;
     if (len == 0 || i + len > id.size()) return bad("not valid UTF-8");
     for (std::size_t k = 1; k < len; ++k) {
       if ((static_cast<unsigned char>(id[i + k]) >> 6) != 0x2) return bad("not valid UTF-8");
     }
     i += len;
   }
-  if (auto key = record_key(id); !key) return bad(key.error().message);
+  if (auto key = record_key(id); !key)
+    return bad(key.error().message);
   else if (key->str().size() - records_prefix().str().size() - 1 > 255) {
     return bad("its escaped form is longer than 255 bytes");
   }
@@ -324,9 +336,12 @@ Result<void> check_id(const std::string& id) {
 
 std::unique_ptr<detail::Protocol> make_protocol(Mode mode) {
   switch (mode) {
-    case Mode::verify: return detail::make_verify_protocol();
-    case Mode::exclusive: return detail::make_exclusive_protocol();
-    default: return detail::make_announce_protocol();
+    case Mode::verify:
+      return detail::make_verify_protocol();
+    case Mode::exclusive:
+      return detail::make_exclusive_protocol();
+    default:
+      return detail::make_announce_protocol();
   }
 }
 
@@ -384,11 +399,13 @@ Result<Capabilities> Guard::learn_capabilities(std::stop_token stop) {
     if (!transient || now >= deadline) {
       return fail(why.code, "cannot learn what " + store_->describe() +
                                 " supports, so no mode is chosen (a weaker one is never "
-                                "assumed): " + why.message);
+                                "assumed): " +
+                                why.message);
     }
     if (!told) {
       options_->logger->warn("cannot learn what the store supports yet; trying again",
-                             {{"store", store_->describe()}, {"error", why.message},
+                             {{"store", store_->describe()},
+                              {"error", why.message},
                               {"give_up_in", format_duration(deadline - now)}});
     }
     if (!clock.sleep_for(std::min(pause, deadline - now), stop)) {
@@ -409,10 +426,10 @@ Result<Guard::ModeChoice> Guard::choose_mode(std::stop_token stop) {
   const bool cas = caps->conditional_writes;
   if (requested == Mode::exclusive) {
     if (!lease && !cas) {
-      return fail(Errc::unsupported,
-                  store_->describe() + " offers neither a native lease nor conditional "
-                                       "writes, so exclusive mode is impossible; use "
-                                       "--mode verify (or auto)");
+      return fail(Errc::unsupported, store_->describe() +
+                                         " offers neither a native lease nor conditional "
+                                         "writes, so exclusive mode is impossible; use "
+                                         "--mode verify (or auto)");
     }
     return ModeChoice{Mode::exclusive, "requested"};
   }
@@ -441,8 +458,8 @@ std::expected<Claim, ClaimError> Guard::claim(std::stop_token stop) {
   state->options = options_;
   state->protocol = make_protocol(mode);
   state->key = key_;
-  state->self = detail::HostIdentity{options_->host, options_->boot_id, options_->pid_ns,
-                                     *options_->pid};
+  state->self =
+      detail::HostIdentity{options_->host, options_->boot_id, options_->pid_ns, *options_->pid};
   state->id = options_->id;
   state->mode = mode;
 
@@ -493,7 +510,8 @@ std::expected<Claim, ClaimError> Guard::claim_waiting(const WaitOptions& wait,
     if (claimed || claimed.error().error.code != Errc::another_instance) return claimed;
     const auto& holder = claimed.error().holder;
     const std::string who = holder && holder->record ? holder->record->id
-                                                     : holder ? holder->key.str() : "";
+                            : holder                 ? holder->key.str()
+                                                     : "";
     if (wait.on_wait && told != who) wait.on_wait(claimed.error());
     told = who;
     const Duration waited = clock.monotonic() - start;

@@ -34,10 +34,10 @@ struct Context {
 
 // What a protocol keeps from acquire to release.
 struct Holding {
-  Record record;                      // our record as last written
-  std::string lease_version;          // exclusive: the lease's version we wrote
+  Record record;                       // our record as last written
+  std::string lease_version;           // exclusive: the lease's version we wrote
   std::optional<std::uint64_t> epoch;  // exclusive: the fencing epoch
-  std::string lock_token;             // exclusive on a native lease: our lock
+  std::string lock_token;              // exclusive on a native lease: our lock
   // exclusive on a native lease: how long the store said it holds our lock
   // (Store::lock_granted at the last lock or refresh); zero: the ttl asked.
   Duration granted{0};

@@ -33,9 +33,9 @@ std::expected<std::optional<Record>, ClaimError> examine(const Context& ctx, con
   auto doc = ctx.store.get(key);
   if (!doc && doc.error().code == Errc::not_found) return std::nullopt;  // gone since listed
   if (!doc && doc.error().code != Errc::malformed) {
-    return std::unexpected(failure(doc.error().code, "cannot read " + key.str() +
-                                                         ", so it counts as live: " +
-                                                         doc.error().message));
+    return std::unexpected(
+        failure(doc.error().code,
+                "cannot read " + key.str() + ", so it counts as live: " + doc.error().message));
   }
   auto record = doc ? decode_record(doc->data) : std::unexpected(doc.error());
   if (!record) return std::unexpected(refusal(key, std::nullopt, record.error().message));
@@ -49,8 +49,8 @@ std::expected<std::optional<Record>, ClaimError> examine(const Context& ctx, con
   if (!conditional && !rules.blind_reap) return std::nullopt;  // dead: skipped, not deleted
   auto removed = conditional ? ctx.store.remove_if(key, doc->version) : ctx.store.remove(key);
   if (removed) {
-    ctx.log.info("removed a stale record", {{"key", key.str()},
-                                            {"expired_at", format_rfc3339(record->expires_at)}});
+    ctx.log.info("removed a stale record",
+                 {{"key", key.str()}, {"expired_at", format_rfc3339(record->expires_at)}});
   } else if (removed.error().code != Errc::not_found) {
     ctx.log.warn("could not remove a stale record",
                  {{"key", key.str()}, {"error", removed.error().message}});
@@ -146,8 +146,8 @@ Result<std::vector<Seen>> live_others(const Context& ctx, const ScanRules& rules
   for (const Key& key : *keys) {
     auto live = examine(ctx, key, rules);
     if (!live) {
-      ctx.log.warn("a record could not be judged", {{"key", key.str()},
-                                                    {"error", live.error().error.message}});
+      ctx.log.warn("a record could not be judged",
+                   {{"key", key.str()}, {"error", live.error().error.message}});
       continue;
     }
     if (*live && (!rules.blocks || rules.blocks(**live))) out.push_back({key, std::move(**live)});

@@ -68,9 +68,8 @@ class Verify final : public Protocol {
       // one attempt took here (at least 10 ms).
       const Duration unit = std::max<Duration>(now - began, std::chrono::milliseconds(10));
       const Duration::rep span = unit.count() << std::min(collisions, 3);
-      const Duration nap =
-          std::min(Duration{std::uniform_int_distribution<Duration::rep>(0, span)(rng)},
-                   deadline - now);
+      const Duration nap = std::min(
+          Duration{std::uniform_int_distribution<Duration::rep>(0, span)(rng)}, deadline - now);
       ctx.log.debug("collided with another claimer; trying again",
                     {{"contender", attempt.error().error.holder->record->id},  // is_claimer
                      {"retry_in", format_duration(nap)}});
@@ -85,7 +84,8 @@ class Verify final : public Protocol {
 
     // Contenders still claiming will see us and withdraw; only a held record
     // is a collision.
-    const ScanRules rules{.reap = false, .margin = *ctx.options.max_skew,
+    const ScanRules rules{.reap = false,
+                          .margin = *ctx.options.max_skew,
                           .blocks = [](const Record& r) { return r.state != kClaiming; }};
     auto others = live_others(ctx, rules);
     if (!others) return {Renewal::failed, others.error()};
@@ -128,8 +128,8 @@ class Verify final : public Protocol {
     if (auto clear = scan_others(ctx, stop, first); !clear) return missed(std::move(clear.error()));
     Holding held{.record = our_record(ctx, ctx.clock.wall(), kClaiming)};
     if (auto written = ctx.store.replace(ctx.record_key, encode_record(held.record)); !written) {
-      return missed(failure(written.error().code,
-                            "cannot write our record: " + written.error().message));
+      return missed(
+          failure(written.error().code, "cannot write our record: " + written.error().message));
     }
     if (!ctx.clock.sleep_for(ctx.options.settle, stop)) {
       withdraw(ctx);
@@ -148,8 +148,8 @@ class Verify final : public Protocol {
     held.record.expires_at = now + ctx.options.ttl;
     if (auto written = ctx.store.replace(ctx.record_key, encode_record(held.record)); !written) {
       withdraw(ctx);
-      return missed(failure(written.error().code,
-                            "cannot mark our record held: " + written.error().message));
+      return missed(
+          failure(written.error().code, "cannot mark our record held: " + written.error().message));
     }
     return held;
   }
@@ -196,8 +196,8 @@ Result<Duration> check_visibility_lag(const Context& ctx, std::stop_token stop) 
     }
   }
   if (auto removed = ctx.store.remove(probe); !removed && removed.error().code != Errc::not_found) {
-    ctx.log.warn("could not remove the visibility probe", {{"key", probe.str()},
-                                                          {"error", removed.error().message}});
+    ctx.log.warn("could not remove the visibility probe",
+                 {{"key", probe.str()}, {"error", removed.error().message}});
   }
   if (stop.stop_requested()) return fail(Errc::cancelled, "claim cancelled");
   if (!lag || *lag > ctx.options.settle) {
@@ -205,7 +205,8 @@ Result<Duration> check_visibility_lag(const Context& ctx, std::stop_token stop) 
     return fail(Errc::invalid,
                 "verify mode needs every acknowledged write visible within the settle time, but " +
                     ctx.store.describe() + " showed one only after " + seen + " (settle " +
-                    format_duration(ctx.options.settle) + "); raise --settle above the lag, or "
+                    format_duration(ctx.options.settle) +
+                    "); raise --settle above the lag, or "
                     "use a store with conditional writes");
   }
   ctx.log.debug("visibility self-test passed", {{"lag", format_duration(*lag)}});

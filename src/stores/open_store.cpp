@@ -47,8 +47,10 @@ Result<std::string> decode_path(std::string_view path) {
       continue;
     }
     auto hex = [](char c) {
-      return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                          : c >= 'A' && c <= 'F'   ? c - 'A' + 10 : -1;
+      return c >= '0' && c <= '9'   ? c - '0'
+             : c >= 'a' && c <= 'f' ? c - 'a' + 10
+             : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                    : -1;
     };
     if (i + 2 >= path.size() || hex(path[i + 1]) < 0 || hex(path[i + 2]) < 0) {
       return fail(Errc::invalid, "malformed percent escape in file URL path");
@@ -71,8 +73,8 @@ Result<std::shared_ptr<Store>> open_directory(std::string_view url) {
       if (rest.starts_with("localhost/")) {
         rest.remove_prefix(9);
       } else {
-        return fail(Errc::invalid, "file URL must be file:///absolute/path (no host): " +
-                                       redact_url(url));
+        return fail(Errc::invalid,
+                    "file URL must be file:///absolute/path (no host): " + redact_url(url));
       }
     }
     if (rest.find_first_of("?#") != std::string_view::npos) {
@@ -151,9 +153,8 @@ Result<std::shared_ptr<Store>> open_store(std::string_view url, const OpenOption
 #ifdef INSTANCE_HAVE_REDIS
   supported += ", redis://";
 #endif
-  return fail(Errc::invalid, "unsupported store URL scheme \"" + std::string(scheme) +
-                                 "\" in " + redact_url(url) + " (this build supports " +
-                                 supported + ")");
+  return fail(Errc::invalid, "unsupported store URL scheme \"" + std::string(scheme) + "\" in " +
+                                 redact_url(url) + " (this build supports " + supported + ")");
 }
 
 }  // namespace instance

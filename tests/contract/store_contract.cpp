@@ -73,7 +73,8 @@ TEST_P(StoreContract, ListMatchesWholeSegmentsAndNestedFolders) {
 
 TEST_P(StoreContract, EscapedKeysRoundTrip) {
   if (!GetParam().lists_dot_names) GTEST_SKIP() << "the server hides names starting with '.'";
-  const Key hostile = Key::from_segments({"instances", "../x", ".", "..", "a b%", "\xff\x01"}).value();
+  const Key hostile =
+      Key::from_segments({"instances", "../x", ".", "..", "a b%", "\xff\x01"}).value();
   ASSERT_TRUE(store().replace(hostile, "v")) << hostile.str();
   EXPECT_EQ(store().get(hostile)->data, "v");
   EXPECT_EQ(names(store().list(key("instances")).value()),

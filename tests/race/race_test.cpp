@@ -40,8 +40,9 @@ TEST_P(Race, AtMostOneHolderAtAnyMoment) {
   const RaceCase& c = GetParam();
   const RaceReport r = run_race(make_store(), c.mode, c.guards, kRounds);
   std::cout << "[ race ] store=" << c.store << " mode=" << to_string(c.mode)
-            << " guards=" << c.guards << " rounds=" << r.rounds << " rounds_with_holder="
-            << r.claims << " double_holder_rounds=" << r.double_holder_rounds
+            << " guards=" << c.guards << " rounds=" << r.rounds
+            << " rounds_with_holder=" << r.claims
+            << " double_holder_rounds=" << r.double_holder_rounds
             << " max_holders=" << r.max_holders << " errors=" << r.errors << "\n";
   EXPECT_EQ(r.errors, 0) << r.first_error;
   if (c.mode == Mode::announce) {

@@ -20,8 +20,8 @@ struct RaceReport {
   int rounds = 0;
   int double_holder_rounds = 0;  // rounds with two or more holders at once
   int max_holders = 0;
-  int claims = 0;               // rounds with at least one holder
-  int errors = 0;               // claims that failed other than by refusal
+  int claims = 0;  // rounds with at least one holder
+  int errors = 0;  // claims that failed other than by refusal
   std::string first_error;
 
   // "holders per round: 0:a 1:b 2+:c", how many rounds had no holder, one,
@@ -48,9 +48,11 @@ inline RaceReport run_race(const std::function<std::shared_ptr<Store>(int)>& sto
   auto scheduler = thread_scheduler();
   std::vector<Guard> gs;
   for (int i = 0; i < guards; ++i) {
-    gs.push_back(Guard::create(store_for(i), {.ttl = ttl, .id = "racer-" + std::to_string(i),
-                                       .scheduler = scheduler, .mode = mode,
-                                       .max_skew = max_skew})
+    gs.push_back(Guard::create(store_for(i), {.ttl = ttl,
+                                              .id = "racer-" + std::to_string(i),
+                                              .scheduler = scheduler,
+                                              .mode = mode,
+                                              .max_skew = max_skew})
                      .value());
   }
   std::atomic<int> holders{0};
@@ -94,8 +96,8 @@ inline RaceReport run_race(const std::function<std::shared_ptr<Store>(int)>& sto
 }
 
 // All guards on one store object (an in-process store).
-inline RaceReport run_race(const std::shared_ptr<Store>& store, Mode mode, int guards,
-                           int rounds, Duration ttl = std::chrono::minutes(1)) {
+inline RaceReport run_race(const std::shared_ptr<Store>& store, Mode mode, int guards, int rounds,
+                           Duration ttl = std::chrono::minutes(1)) {
   return run_race([&](int) { return store; }, mode, guards, rounds, ttl);
 }
 

@@ -17,7 +17,8 @@ namespace instance::testing {
 class TempDir {
  public:
   TempDir() {
-    std::string pattern = (std::filesystem::path(::testing::TempDir()) / "instance-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::path(::testing::TempDir()) / "instance-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) {
       throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
     }

@@ -183,9 +183,9 @@ TEST_F(DirectoryStoreTest, ADocumentCannotHoldAnotherKey) {
 // Listing.
 
 TEST_F(DirectoryStoreTest, ListsByWholeSegmentsWithNestedFolders) {
-  for (const char* k : {"a/b/x", "a/b/y/z", "a/bc", "other"}) ASSERT_TRUE(store().replace(key(k), k));
-  EXPECT_EQ(strs(store().list(key("a/b")).value()),
-            (std::vector<std::string>{"a/b/x", "a/b/y/z"}));
+  for (const char* k : {"a/b/x", "a/b/y/z", "a/bc", "other"})
+    ASSERT_TRUE(store().replace(key(k), k));
+  EXPECT_EQ(strs(store().list(key("a/b")).value()), (std::vector<std::string>{"a/b/x", "a/b/y/z"}));
   EXPECT_EQ(strs(store().list(key("a")).value()),
             (std::vector<std::string>{"a/b/x", "a/b/y/z", "a/bc"}));
   EXPECT_EQ(strs(store().list(key("a/bc")).value()), (std::vector<std::string>{"a/bc"}));
@@ -199,8 +199,8 @@ TEST_F(DirectoryStoreTest, EveryFileIsListedWhateverItsNameAndCanBeReadAndRemove
   // called: a name this store never writes must neither fail the listing nor
   // be skipped.
   ASSERT_TRUE(store().replace(key("instances/good"), "x"));
-  for (const std::string odd : {"a%2f", "backup~", "with space", "%41", "line\nbreak\xff",
-                                "odd dir/x y"}) {
+  for (const std::string odd :
+       {"a%2f", "backup~", "with space", "%41", "line\nbreak\xff", "odd dir/x y"}) {
     SCOPED_TRACE(odd);
     fs::create_directories((root() / "instances" / odd).parent_path());
     write_file(root() / "instances" / odd, "{}");
@@ -233,7 +233,8 @@ TEST_F(DirectoryStoreTest, NoTemporaryFileIsLeftBehind) {
   ASSERT_TRUE(fs::is_directory(root() / "tmp~"));
   EXPECT_TRUE(fs::is_empty(root() / "tmp~"));
   for (const auto& entry : fs::recursive_directory_iterator(root())) {
-    EXPECT_TRUE(entry.path() == root() / "instances" || entry.path() == root() / "instances" / "a" ||
+    EXPECT_TRUE(entry.path() == root() / "instances" ||
+                entry.path() == root() / "instances" / "a" ||
                 entry.path().filename().string().find('~') != std::string::npos)
         << "unexpected " << entry.path();
   }
@@ -565,7 +566,10 @@ TEST_F(DirectoryStoreTest, ConcurrentConditionalIncrementsFromThreadsLoseNoUpdat
     threads.emplace_back([&] {
       for (int done = 0; done < kIncrements;) {
         auto doc = store().get(k);
-        if (!doc) { ++errors; return; }
+        if (!doc) {
+          ++errors;
+          return;
+        }
         const auto next = std::to_string(std::stoi(doc->data) + 1);
         auto written = store().replace_if(k, next, doc->version);
         if (written) {
@@ -626,7 +630,6 @@ TEST_F(DirectoryStoreTest, ConcurrentCreateFromProcessesHasExactlyOneWinner) {
   EXPECT_TRUE(fs::is_empty(root() / "tmp~"));
 }
 
-
 // ---------------------------------------------------------------------------
 // Native leases: OFD locks.
 
@@ -660,7 +663,8 @@ TEST_F(DirectoryStoreTest, ExactlyOneOfManyThreadsWinsTheLock) {
   constexpr int kThreads = 8;
   constexpr int kRounds = 50;
   std::vector<std::shared_ptr<Store>> stores;
-  for (int i = 0; i < kThreads; ++i) stores.push_back(make_directory_store({.root = root()}).value());
+  for (int i = 0; i < kThreads; ++i)
+    stores.push_back(make_directory_store({.root = root()}).value());
   for (int round = 0; round < kRounds; ++round) {
     const auto k = key("round-" + std::to_string(round) + ".lock");
     std::atomic<int> winners{0};

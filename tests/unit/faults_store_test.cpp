@@ -34,9 +34,12 @@ TEST_F(FaultStoreTest, ForwardsEverythingWithoutRules) {
 }
 
 TEST_F(FaultStoreTest, TheThirdReplaceUnderInstancesFails) {
-  const RuleId rule = store->add({.ops = {StoreOp::replace}, .under = K("instances"),
-                                  .first = 3, .times = 1,
-                                  .fault = {.kind = FaultKind::fail, .code = Errc::permission}})
+  const RuleId rule = store
+                          ->add({.ops = {StoreOp::replace},
+                                 .under = K("instances"),
+                                 .first = 3,
+                                 .times = 1,
+                                 .fault = {.kind = FaultKind::fail, .code = Errc::permission}})
                           .value();
   ASSERT_TRUE(store->replace(K("other/x"), "x"));  // not under instances/: not counted
   ASSERT_TRUE(store->replace(K("instances/a"), "1"));
@@ -45,7 +48,7 @@ TEST_F(FaultStoreTest, TheThirdReplaceUnderInstancesFails) {
   ASSERT_FALSE(third);
   EXPECT_EQ(third.error().code, Errc::permission);
   EXPECT_NE(third.error().message.find("instances/c"), std::string::npos);
-  EXPECT_FALSE(memory->get(K("instances/c")));  // a failure never reaches the store
+  EXPECT_FALSE(memory->get(K("instances/c")));         // a failure never reaches the store
   EXPECT_TRUE(store->replace(K("instances/c"), "1"));  // only once
   EXPECT_EQ(store->matched(rule), 4u);
   ASSERT_EQ(store->injections().size(), 1u);
@@ -61,7 +64,8 @@ TEST_F(FaultStoreTest, TimesZeroMeansForeverAndHealStops) {
 }
 
 TEST_F(FaultStoreTest, RemoveRuleStopsOneRule) {
-  const RuleId a = store->add({.ops = {StoreOp::get}, .fault = {.code = Errc::unavailable}}).value();
+  const RuleId a =
+      store->add({.ops = {StoreOp::get}, .fault = {.code = Errc::unavailable}}).value();
   const RuleId b = store->add({.ops = {StoreOp::list}, .fault = {.code = Errc::timeout}}).value();
   EXPECT_TRUE(store->remove_rule(a));
   EXPECT_FALSE(store->remove_rule(a));
@@ -92,8 +96,8 @@ TEST(FaultStoreSeed, ProbabilitiesAreReproducibleFromTheSeed) {
 }
 
 TEST_F(FaultStoreTest, TimeoutWaitsOnTheInjectedClockAndDoesNotTouchTheStore) {
-  ASSERT_TRUE(store->add({.ops = {StoreOp::create},
-                          .fault = {.kind = FaultKind::timeout, .delay = 7s}}));
+  ASSERT_TRUE(
+      store->add({.ops = {StoreOp::create}, .fault = {.kind = FaultKind::timeout, .delay = 7s}}));
   const MonoTime before = clock->monotonic();
   auto r = store->create(K("instances/a"), "1");
   ASSERT_FALSE(r);
@@ -103,8 +107,8 @@ TEST_F(FaultStoreTest, TimeoutWaitsOnTheInjectedClockAndDoesNotTouchTheStore) {
 }
 
 TEST_F(FaultStoreTest, DelayMovesVirtualTimeThenForwards) {
-  ASSERT_TRUE(store->add({.ops = {StoreOp::replace},
-                          .fault = {.kind = FaultKind::delay, .delay = 250ms}}));
+  ASSERT_TRUE(
+      store->add({.ops = {StoreOp::replace}, .fault = {.kind = FaultKind::delay, .delay = 250ms}}));
   const MonoTime before = clock->monotonic();
   ASSERT_TRUE(store->replace(K("instances/a"), "1"));
   EXPECT_EQ(clock->monotonic() - before, 250ms);
@@ -112,9 +116,9 @@ TEST_F(FaultStoreTest, DelayMovesVirtualTimeThenForwards) {
 }
 
 TEST_F(FaultStoreTest, LostReplyAppliesTheWriteButReportsFailure) {
-  ASSERT_TRUE(store->add({.ops = {StoreOp::replace, StoreOp::remove},
-                          .fault = {.kind = FaultKind::lost_reply, .code = Errc::timeout,
-                                    .delay = 1s}}));
+  ASSERT_TRUE(
+      store->add({.ops = {StoreOp::replace, StoreOp::remove},
+                  .fault = {.kind = FaultKind::lost_reply, .code = Errc::timeout, .delay = 1s}}));
   auto w = store->replace(K("instances/a"), "1");
   ASSERT_FALSE(w);
   EXPECT_EQ(w.error().code, Errc::timeout);
@@ -126,8 +130,8 @@ TEST_F(FaultStoreTest, LostReplyAppliesTheWriteButReportsFailure) {
 }
 
 TEST_F(FaultStoreTest, LostReplyOnLockOperations) {
-  ASSERT_TRUE(store->add({.ops = {StoreOp::lock}, .times = 1,
-                          .fault = {.kind = FaultKind::lost_reply}}));
+  ASSERT_TRUE(
+      store->add({.ops = {StoreOp::lock}, .times = 1, .fault = {.kind = FaultKind::lost_reply}}));
   auto token = store->lock(K("instances.lock"), 10s, "me");
   ASSERT_FALSE(token);
   EXPECT_EQ(token.error().code, Errc::unavailable);
@@ -156,8 +160,8 @@ TEST_F(FaultStoreTest, StaleGetReturnsThePreviousVersion) {
   const Key k = K("instances/a");
   ASSERT_TRUE(store->replace(k, "v1"));
   ASSERT_TRUE(store->replace(k, "v2"));
-  ASSERT_TRUE(store->add({.ops = {StoreOp::get}, .times = 1,
-                          .fault = {.kind = FaultKind::stale_read}}));
+  ASSERT_TRUE(
+      store->add({.ops = {StoreOp::get}, .times = 1, .fault = {.kind = FaultKind::stale_read}}));
   auto stale = store->get(k);
   ASSERT_TRUE(stale);
   EXPECT_EQ(stale->data, "v1");
@@ -206,8 +210,10 @@ TEST_F(FaultStoreTest, CorruptionMakesARecordUndecodable) {
   ASSERT_TRUE(store->replace(k, encode_record(rec)));
   ASSERT_TRUE(decode_record(store->get(k)->data));
   for (Corruption how : {Corruption::flip, Corruption::truncate}) {
-    const RuleId id = store->add({.ops = {StoreOp::get}, .times = 50,
-                                  .fault = {.kind = FaultKind::corrupt, .corruption = how}})
+    const RuleId id = store
+                          ->add({.ops = {StoreOp::get},
+                                 .times = 50,
+                                 .fault = {.kind = FaultKind::corrupt, .corruption = how}})
                           .value();
     for (int i = 0; i < 50; ++i) {  // 50 seeded positions
       auto doc = store->get(k);
@@ -248,7 +254,8 @@ TEST_F(FaultStoreTest, KeyFilterAndTheFirstRuleThatFiresDecides) {
 TEST(FaultStoreThreads, ConcurrentCallsAreCountedAndInjectedConsistently) {
   auto memory = make_memory_store();
   auto store = make_fault_store(memory, {.seed = 1});
-  const RuleId rule = store->add({.probability = 0.5, .fault = {.code = Errc::unavailable}}).value();
+  const RuleId rule =
+      store->add({.probability = 0.5, .fault = {.code = Errc::unavailable}}).value();
   constexpr int kThreads = 4, kCalls = 500;
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
@@ -265,9 +272,8 @@ TEST(FaultStoreThreads, ConcurrentCallsAreCountedAndInjectedConsistently) {
   EXPECT_EQ(store->calls(StoreOp::replace), static_cast<std::uint64_t>(kThreads * kCalls));
   EXPECT_EQ(store->matched(rule), static_cast<std::uint64_t>(2 * kThreads * kCalls));
   const auto injected = store->injections();
-  const auto replaces = std::count_if(injected.begin(), injected.end(), [](const Injection& i) {
-    return i.op == StoreOp::replace;
-  });
+  const auto replaces = std::count_if(injected.begin(), injected.end(),
+                                      [](const Injection& i) { return i.op == StoreOp::replace; });
   EXPECT_EQ(replaces, failures.load());
 }
 

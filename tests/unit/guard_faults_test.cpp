@@ -46,7 +46,7 @@ std::vector<Fault> faults_for(StoreOp op) {
   std::vector<Fault> out;
   const auto codes = is_write(op)
                          ? std::vector<Errc>{Errc::unavailable, Errc::timeout, Errc::conflict,
-                                             Errc::not_found, Errc::locked, Errc::permission}
+                                             Errc::not_found,   Errc::locked,  Errc::permission}
                          : std::vector<Errc>{Errc::unavailable, Errc::timeout, Errc::permission,
                                              Errc::malformed, Errc::internal};
   for (Errc c : codes) out.push_back({.kind = FaultKind::fail, .code = c});
@@ -83,20 +83,34 @@ class Run {
         store_(make_fault_store(memory_, {.seed = 1, .clock = clock_})) {}
 
   GuardOptions options(const std::string& id) {
-    return {.ttl = 30s, .id = id, .host = "host-" + id, .pid = 100, .clock = clock_,
-            .scheduler = scheduler_, .logger = nullptr, .mode = mode_.mode, .settle = 1s,
-            .max_skew = 2s, .boot_id = "boot", .pid_ns = "pidns"};
+    return {.ttl = 30s,
+            .id = id,
+            .host = "host-" + id,
+            .pid = 100,
+            .clock = clock_,
+            .scheduler = scheduler_,
+            .logger = nullptr,
+            .mode = mode_.mode,
+            .settle = 1s,
+            .max_skew = 2s,
+            .boot_id = "boot",
+            .pid_ns = "pidns"};
   }
-  std::expected<Claim, ClaimError> claim(const std::string& id, std::shared_ptr<Store> s = nullptr) {
+  std::expected<Claim, ClaimError> claim(const std::string& id,
+                                         std::shared_ptr<Store> s = nullptr) {
     return Guard::create(s ? s : store_, options(id)).value().claim();
   }
   void put(std::string_view key, std::string_view bytes) {
     ASSERT_TRUE(store_->replace(K(key), bytes));
   }
   Record record(const std::string& id, Duration expires_in) {
-    return Record{.id = id, .started_at = clock_->wall() - 1h,
-                  .expires_at = clock_->wall() + expires_in, .host = "host-" + id, .pid = 7,
-                  .boot_id = "other-boot", .pid_ns = "pidns"};
+    return Record{.id = id,
+                  .started_at = clock_->wall() - 1h,
+                  .expires_at = clock_->wall() + expires_in,
+                  .host = "host-" + id,
+                  .pid = 7,
+                  .boot_id = "other-boot",
+                  .pid_ns = "pidns"};
   }
   std::optional<std::string> bytes(std::string_view key) {
     auto doc = memory_->get(K(key));
@@ -164,7 +178,8 @@ class Sweep {
     std::map<std::string, std::string> must_survive;  // key -> bytes
 
     // ---- set-up, without faults ----
-    if (sc.phase == Phase::claim && std::string_view(sc.name) != "empty") r.put("instances/0-stale", encode_record(stale));
+    if (sc.phase == Phase::claim && std::string_view(sc.name) != "empty")
+      r.put("instances/0-stale", encode_record(stale));
     if (std::string_view(sc.name) == "contended") {
       auto a = r.claim("a");
       if (!a) return fail_setup(label, a.error().error.message);
@@ -225,7 +240,8 @@ class Sweep {
     auto violation = [&](const std::string& what) { violations.push_back(label + ": " + what); };
     for (const auto& [k, bytes] : must_survive) {
       const auto now = r.bytes(k);
-      if (!now) violation("deleted " + k);
+      if (!now)
+        violation("deleted " + k);
       else if (*now != bytes && k != "instances/a" && k != "instances.lease") {
         violation("changed " + k);
       }
@@ -287,12 +303,12 @@ TEST(GuardFaults, NoFaultGrantsAClaimBesideALiveHolderOrDeletesALiveRecord) {
         for (const Fault& f : faults_for(op)) {
           for (std::uint64_t nth = 1; nth < 64; ++nth) {
             const std::size_t seen = sweep.violations.size();
-            const bool fired = sweep.run(
-                m, sc, {FaultRule{.ops = {op}, .first = nth, .times = 1, .fault = f}},
-                describe(m, sc.phase, sc.name, op, f, nth));
+            const bool fired =
+                sweep.run(m, sc, {FaultRule{.ops = {op}, .first = nth, .times = 1, .fault = f}},
+                          describe(m, sc.phase, sc.name, op, f, nth));
             if (sweep.violations.size() > seen && tolerated(m, sc, f)) {
               tolerated_runs.insert(tolerated_runs.end(), sweep.violations.begin() + seen,
-                               sweep.violations.end());
+                                    sweep.violations.end());
               sweep.violations.resize(seen);
             }
             if (!fired) break;  // the phase makes fewer calls of this op
@@ -308,12 +324,12 @@ TEST(GuardFaults, NoFaultGrantsAClaimBesideALiveHolderOrDeletesALiveRecord) {
           for (int then = 0; then < kStoreOpCount; ++then) {
             if (then == op_index || !is_write(StoreOp(then))) continue;
             const Fault first{.kind = FaultKind::fail, .code = Errc::unavailable};
-            fired |= sweep.run(
-                m, sc,
-                {FaultRule{.ops = {op}, .first = nth, .times = 1, .fault = first},
-                 FaultRule{.ops = {StoreOp(then)}, .fault = {.code = Errc::unavailable}}},
-                describe(m, sc.phase, sc.name, op, first, nth) + ", then every " +
-                    std::string(to_string(StoreOp(then))));
+            fired |=
+                sweep.run(m, sc,
+                          {FaultRule{.ops = {op}, .first = nth, .times = 1, .fault = first},
+                           FaultRule{.ops = {StoreOp(then)}, .fault = {.code = Errc::unavailable}}},
+                          describe(m, sc.phase, sc.name, op, first, nth) + ", then every " +
+                              std::string(to_string(StoreOp(then))));
           }
           if (!fired) break;
         }
@@ -336,13 +352,22 @@ TEST(GuardFaults, NoFaultGrantsAClaimBesideALiveHolderOrDeletesALiveRecord) {
   for (const auto& t : tolerated_runs) std::cout << "[ stale    ] " << t << "\n";
   EXPECT_GT(sweep.runs, 1000);
   // The phases use what the protocols say they use.
-  EXPECT_TRUE(sweep.used[std::make_pair(std::string("exclusive_lease"), std::string("claim"))].contains(StoreOp::lock));
-  EXPECT_TRUE(sweep.used[std::make_pair(std::string("exclusive_lease"), std::string("renew"))].contains(StoreOp::refresh_lock));
-  EXPECT_TRUE(sweep.used[std::make_pair(std::string("exclusive_lease"), std::string("stand_down"))].contains(StoreOp::unlock));
-  EXPECT_TRUE(sweep.used[std::make_pair(std::string("exclusive"), std::string("claim"))].contains(StoreOp::create));
-  EXPECT_TRUE(sweep.used[std::make_pair(std::string("exclusive"), std::string("renew"))].contains(StoreOp::replace_if));
-  EXPECT_TRUE(sweep.used[std::make_pair(std::string("verify"), std::string("claim"))].contains(StoreOp::remove_if));
-  EXPECT_TRUE(sweep.used[std::make_pair(std::string("verify"), std::string("renew"))].contains(StoreOp::list));
+  EXPECT_TRUE(
+      sweep.used[std::make_pair(std::string("exclusive_lease"), std::string("claim"))].contains(
+          StoreOp::lock));
+  EXPECT_TRUE(
+      sweep.used[std::make_pair(std::string("exclusive_lease"), std::string("renew"))].contains(
+          StoreOp::refresh_lock));
+  EXPECT_TRUE(sweep.used[std::make_pair(std::string("exclusive_lease"), std::string("stand_down"))]
+                  .contains(StoreOp::unlock));
+  EXPECT_TRUE(sweep.used[std::make_pair(std::string("exclusive"), std::string("claim"))].contains(
+      StoreOp::create));
+  EXPECT_TRUE(sweep.used[std::make_pair(std::string("exclusive"), std::string("renew"))].contains(
+      StoreOp::replace_if));
+  EXPECT_TRUE(sweep.used[std::make_pair(std::string("verify"), std::string("claim"))].contains(
+      StoreOp::remove_if));
+  EXPECT_TRUE(sweep.used[std::make_pair(std::string("verify"), std::string("renew"))].contains(
+      StoreOp::list));
 }
 
 }  // namespace

@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <algorithm>
 #include <map>
 #include <thread>
 
@@ -59,9 +59,17 @@ class ModesTest : public ::testing::Test {
 
   GuardOptions options(std::string id, Mode mode) {
     std::string host = "host-" + id;
-    return {.ttl = 30s, .id = std::move(id), .host = std::move(host), .pid = 100,
-            .clock = clock, .scheduler = scheduler, .logger = logger, .mode = mode,
-            .max_skew = 2s, .boot_id = "boot", .pid_ns = "pidns"};
+    return {.ttl = 30s,
+            .id = std::move(id),
+            .host = std::move(host),
+            .pid = 100,
+            .clock = clock,
+            .scheduler = scheduler,
+            .logger = logger,
+            .mode = mode,
+            .max_skew = 2s,
+            .boot_id = "boot",
+            .pid_ns = "pidns"};
   }
   Guard guard(std::string id, Mode mode, std::shared_ptr<Store> s = nullptr) {
     return Guard::create(s ? s : store, options(std::move(id), mode)).value();
@@ -76,7 +84,9 @@ class ModesTest : public ::testing::Test {
   std::shared_ptr<HookStore> contender_appears(Duration b_for, std::string state) {
     auto hook = std::make_shared<HookStore>(memory);
     hook->before_replace = [this, b_for, state](const Key&, std::string_view) {
-      put_record({.id = "b", .started_at = clock->wall(), .expires_at = clock->wall() + b_for,
+      put_record({.id = "b",
+                  .started_at = clock->wall(),
+                  .expires_at = clock->wall() + b_for,
                   .state = state});
     };
     return hook;
@@ -151,8 +161,8 @@ TEST_F(ModesTest, AHolderCutOffFromItsStoreFencesItselfBeforeOthersCanTakeOver) 
   auto a = Guard::create(store, opts).value().claim().value();
   const MonoTime claimed = clock->monotonic();
   EXPECT_EQ(a.fence_deadline(), claimed + 28s);  // ttl - max_skew
-  for (Op op : {Op::get, Op::create, Op::replace, Op::remove, Op::list, Op::replace_if,
-                Op::remove_if}) {
+  for (Op op :
+       {Op::get, Op::create, Op::replace, Op::remove, Op::list, Op::replace_if, Op::remove_if}) {
     store->fail_on(op, Errc::unavailable);
   }
   scheduler->advance(27s);
@@ -289,8 +299,8 @@ TEST_F(ModesTest, VerifyRenewalScanMakesTheLaterOfTwoHoldersLose) {
   opts.on_lost = [&](const Error&) { ++a_lost; };
   auto a = Guard::create(store, opts).value().claim().value();
   // An earlier holder appears (a healed partition): a claimed later, a loses.
-  put_record({.id = "z-earlier", .started_at = clock->wall() - 1min,
-              .expires_at = clock->wall() + 30s});
+  put_record(
+      {.id = "z-earlier", .started_at = clock->wall() - 1min, .expires_at = clock->wall() + 30s});
   scheduler->advance(10s);
   EXPECT_EQ(a_lost, 1);
   EXPECT_NE(a.loss()->message.find("z-earlier"), std::string::npos);
@@ -301,10 +311,11 @@ TEST_F(ModesTest, VerifyRenewalIgnoresContendersStillClaimingAndLaterHolders) {
   auto opts = options("a", Mode::verify);
   opts.on_lost = [&](const Error&) { ++a_lost; };
   auto a = Guard::create(store, opts).value().claim().value();
-  put_record({.id = "claimer", .started_at = clock->wall(), .expires_at = clock->wall() + 30s,
+  put_record({.id = "claimer",
+              .started_at = clock->wall(),
+              .expires_at = clock->wall() + 30s,
               .state = "claiming"});
-  put_record({.id = "later", .started_at = clock->wall() + 1s,
-              .expires_at = clock->wall() + 30s});
+  put_record({.id = "later", .started_at = clock->wall() + 1s, .expires_at = clock->wall() + 30s});
   scheduler->advance(10s);
   EXPECT_EQ(a_lost, 0);
   EXPECT_TRUE(logger->contains("a later instance holds too"));
@@ -382,7 +393,9 @@ TEST_F(ModesTest, AutoRefusesAtOnceWhenTheStoreRefusesOurCredentials) {
 }
 
 TEST_F(ModesTest, OtherHostsRecordsStayLiveForTheSkewMargin) {
-  put_record({.id = "far", .started_at = clock->wall(), .expires_at = clock->wall() + 10s,
+  put_record({.id = "far",
+              .started_at = clock->wall(),
+              .expires_at = clock->wall() + 10s,
               .host = "elsewhere"});
   clock->advance(11s);  // expired by 1 s, within the 2 s margin
   EXPECT_FALSE(guard("a", Mode::verify).claim().has_value());
@@ -393,22 +406,37 @@ TEST_F(ModesTest, ARecordOfADeadProcessOnThisHostIsStaleAtOnce) {
   const pid_t child = ::fork();
   if (child == 0) ::_exit(0);
   ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // now a pid with no process
-  put_record({.id = "crashed", .started_at = clock->wall(), .expires_at = clock->wall() + 1h,
-              .host = "host-a", .pid = child, .boot_id = "boot", .pid_ns = "pidns"});
+  put_record({.id = "crashed",
+              .started_at = clock->wall(),
+              .expires_at = clock->wall() + 1h,
+              .host = "host-a",
+              .pid = child,
+              .boot_id = "boot",
+              .pid_ns = "pidns"});
   auto a = guard("a", Mode::verify).claim();
   ASSERT_TRUE(a.has_value()) << a.error().error.message;
   EXPECT_FALSE(exists("instances/crashed"));
 }
 
 TEST_F(ModesTest, ALiveProcessOrAnotherBootKeepsTheRecordLive) {
-  put_record({.id = "alive", .started_at = clock->wall(), .expires_at = clock->wall() + 1h,
-              .host = "host-a", .pid = ::getpid(), .boot_id = "boot", .pid_ns = "pidns"});
+  put_record({.id = "alive",
+              .started_at = clock->wall(),
+              .expires_at = clock->wall() + 1h,
+              .host = "host-a",
+              .pid = ::getpid(),
+              .boot_id = "boot",
+              .pid_ns = "pidns"});
   EXPECT_FALSE(guard("a", Mode::verify).claim().has_value());
   const pid_t child = ::fork();
   if (child == 0) ::_exit(0);
   ASSERT_EQ(::waitpid(child, nullptr, 0), child);
-  put_record({.id = "alive", .started_at = clock->wall(), .expires_at = clock->wall() + 1h,
-              .host = "host-a", .pid = child, .boot_id = "another-boot", .pid_ns = "pidns"});
+  put_record({.id = "alive",
+              .started_at = clock->wall(),
+              .expires_at = clock->wall() + 1h,
+              .host = "host-a",
+              .pid = child,
+              .boot_id = "another-boot",
+              .pid_ns = "pidns"});
   EXPECT_FALSE(guard("a", Mode::verify).claim().has_value());
 }
 
@@ -437,7 +465,9 @@ TEST_F(ModesTest, WaitingGivesUpAfterTheTimeout) {
 }
 
 TEST_F(ModesTest, WaitingClaimsWhenTheHolderExpires) {
-  put_record({.id = "gone", .started_at = clock->wall(), .expires_at = clock->wall() + 3s,
+  put_record({.id = "gone",
+              .started_at = clock->wall(),
+              .expires_at = clock->wall() + 3s,
               .host = "elsewhere"});
   auto b = guard("b", Mode::verify).claim_waiting({});
   ASSERT_TRUE(b.has_value());
@@ -598,7 +628,7 @@ TEST_F(NativeLeaseTest, ARefreshWithAShorterGrantAdaptsOrLosesTheClaim) {
   auto opts = options("a", Mode::exclusive);
   opts.on_lost = [&](const Error&) { ++lost; };
   auto a = Guard::create(granting, opts).value().claim().value();
-  granting->grant = 12s;  // the server's timeout was lowered
+  granting->grant = 12s;    // the server's timeout was lowered
   scheduler->advance(10s);  // the first renewal: granted 12 s now
   ASSERT_TRUE(a.active());
   EXPECT_TRUE(logger->contains("lock grant changed"));
@@ -679,7 +709,7 @@ TEST_F(ModesTest, TheFenceFiresWhileARenewalIsStuckInTheStore) {
   clock->advance(10s);
   std::thread renewer([&] { scheduler->run_due(); });  // the renewal hangs in the store
   stalling->wait_until_stuck();
-  clock->advance(18s);  // 28 s: ttl - max_skew since the claim
+  clock->advance(18s);   // 28 s: ttl - max_skew since the claim
   scheduler->run_due();  // the fence check runs beside the stuck renewal
   EXPECT_EQ(lost.load(), 1);
   EXPECT_EQ(a.status(), ClaimStatus::lost);  // answers at once, no wait on the store
@@ -770,7 +800,9 @@ namespace {
 
 TEST_F(ModesTest, OnAPlainStoreVerifySkipsDeadRecordsButNeverDeletesThemBlind) {
   auto plain = std::make_shared<PlainStore>(memory);
-  put_record({.id = "old", .started_at = clock->wall(), .expires_at = clock->wall() + 10s,
+  put_record({.id = "old",
+              .started_at = clock->wall(),
+              .expires_at = clock->wall() + 10s,
               .host = "elsewhere"});
   clock->advance(1h);
   auto a = guard("a", Mode::verify, plain).claim();
@@ -780,7 +812,9 @@ TEST_F(ModesTest, OnAPlainStoreVerifySkipsDeadRecordsButNeverDeletesThemBlind) {
 }
 
 TEST_F(ModesTest, WithConditionalDeletesVerifyRemovesDeadRecords) {
-  put_record({.id = "old", .started_at = clock->wall(), .expires_at = clock->wall() + 10s,
+  put_record({.id = "old",
+              .started_at = clock->wall(),
+              .expires_at = clock->wall() + 10s,
               .host = "elsewhere"});
   clock->advance(13s);
   auto a = guard("a", Mode::verify).claim();
@@ -829,7 +863,9 @@ TEST_F(LockedScanTest, TheLastHoldersLiveRecordBlocksUntilItsOwnExpiry) {
 }
 
 TEST_F(LockedScanTest, AnotherLiveRecordBlocksForTheSkewMarginToo) {
-  put_record({.id = "go-1", .started_at = clock->wall(), .expires_at = clock->wall() + 5s,
+  put_record({.id = "go-1",
+              .started_at = clock->wall(),
+              .expires_at = clock->wall() + 5s,
               .host = "elsewhere"});
   clock->advance(6s);  // expired 1 s ago: still live within the 2 s margin
   auto b = guard("b", Mode::exclusive).claim();

@@ -29,12 +29,19 @@ class GuardTest : public ::testing::Test {
 
   Guard guard(std::string id, Duration ttl = 30s) {
     std::string host = "host-" + id;
-    return Guard::create(store, {.ttl = ttl, .id = std::move(id), .host = std::move(host),
-                                 .pid = 100, .clock = clock, .scheduler = scheduler,
-                                 .logger = logger, .mode = Mode::announce})
+    return Guard::create(store, {.ttl = ttl,
+                                 .id = std::move(id),
+                                 .host = std::move(host),
+                                 .pid = 100,
+                                 .clock = clock,
+                                 .scheduler = scheduler,
+                                 .logger = logger,
+                                 .mode = Mode::announce})
         .value();
   }
-  Claim claim(std::string id, Duration ttl = 30s) { return guard(std::move(id), ttl).claim().value(); }
+  Claim claim(std::string id, Duration ttl = 30s) {
+    return guard(std::move(id), ttl).claim().value();
+  }
 
   void put_record(const std::string& id, WallTime expires) {
     Record r{.id = id, .started_at = clock->wall(), .expires_at = expires};
@@ -203,13 +210,20 @@ TEST_F(GuardTest, OnRenewedIsCalledAfterEachSuccessfulRenewalOnly) {
   int renewed = 0;
   std::optional<MonoTime> deadline_seen;
   std::optional<Claim> c;
-  auto g = Guard::create(store, {.ttl = 30s, .id = "me", .host = "host-me", .pid = 100,
-                                 .clock = clock, .scheduler = scheduler, .logger = logger,
-                                 .mode = Mode::verify, .check_lag = false,
-                                 .on_renewed = [&] {
-                                   ++renewed;
-                                   deadline_seen = c->fence_deadline();
-                                 }})
+  auto g = Guard::create(store, {.ttl = 30s,
+                                 .id = "me",
+                                 .host = "host-me",
+                                 .pid = 100,
+                                 .clock = clock,
+                                 .scheduler = scheduler,
+                                 .logger = logger,
+                                 .mode = Mode::verify,
+                                 .check_lag = false,
+                                 .on_renewed =
+                                     [&] {
+                                       ++renewed;
+                                       deadline_seen = c->fence_deadline();
+                                     }})
                .value();
   c.emplace(g.claim().value());
   const MonoTime first_deadline = c->fence_deadline().value();
@@ -283,8 +297,8 @@ TEST_F(GuardTest, BadOptionsAreRejected) {
   EXPECT_FALSE(Guard::create(store, {.ttl = 0s, .scheduler = scheduler}).has_value());
   EXPECT_FALSE(Guard::create(store, {.id = "a\nb", .scheduler = scheduler}).has_value());
   EXPECT_FALSE(Guard::create(store, {.id = "\xff", .scheduler = scheduler}).has_value());
-  EXPECT_FALSE(Guard::create(store, {.id = std::string(201, 'a'), .scheduler = scheduler})
-                   .has_value());
+  EXPECT_FALSE(
+      Guard::create(store, {.id = std::string(201, 'a'), .scheduler = scheduler}).has_value());
   EXPECT_TRUE(Guard::create(store, {.id = "pod/1 é", .scheduler = scheduler}).has_value());
 }
 

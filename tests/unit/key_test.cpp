@@ -5,9 +5,7 @@
 namespace instance {
 namespace {
 
-TEST(EscapeSegment, KeepsSafeBytes) {
-  EXPECT_EQ(escape_segment("Az09._-").value(), "Az09._-");
-}
+TEST(EscapeSegment, KeepsSafeBytes) { EXPECT_EQ(escape_segment("Az09._-").value(), "Az09._-"); }
 
 TEST(EscapeSegment, EscapesEverythingElseAsUppercaseHex) {
   EXPECT_EQ(escape_segment("a b").value(), "a%20b");
@@ -26,9 +24,7 @@ TEST(EscapeSegment, EscapesDotSegmentsWhole) {
   EXPECT_EQ(escape_segment(".hidden").value(), ".hidden");
 }
 
-TEST(EscapeSegment, RefusesEmpty) {
-  EXPECT_EQ(escape_segment("").error().code, Errc::invalid);
-}
+TEST(EscapeSegment, RefusesEmpty) { EXPECT_EQ(escape_segment("").error().code, Errc::invalid); }
 
 TEST(UnescapeSegment, RoundTripsEveryByte) {
   for (int b = 0; b < 256; ++b) {
@@ -43,9 +39,8 @@ TEST(UnescapeSegment, RoundTripsEveryByte) {
 }
 
 TEST(UnescapeSegment, RefusesNonCanonicalForms) {
-  for (const char* bad : {"",       ".",     "..",    "a%2fb", "%41",  "a%2",  "%",   "a/b",
-                          "a b",    "%2E.",  ".%2E",  "a%2Eb", "%2e",  "%G0",  "~",   "%2E%2E%2E",
-                          "\xff"}) {
+  for (const char* bad : {"", ".", "..", "a%2fb", "%41", "a%2", "%", "a/b", "a b", "%2E.", ".%2E",
+                          "a%2Eb", "%2e", "%G0", "~", "%2E%2E%2E", "\xff"}) {
     EXPECT_FALSE(unescape_segment(bad).has_value()) << bad;
     EXPECT_FALSE(is_canonical_segment(bad)) << bad;
   }

@@ -21,9 +21,12 @@ enum class Verdict { live, expired, unreadable };
 
 const char* name(Verdict v) {
   switch (v) {
-    case Verdict::live: return "live";
-    case Verdict::expired: return "expired";
-    case Verdict::unreadable: return "unreadable";
+    case Verdict::live:
+      return "live";
+    case Verdict::expired:
+      return "expired";
+    case Verdict::unreadable:
+      return "unreadable";
   }
   return "?";
 }
@@ -44,8 +47,8 @@ struct Row {
 };
 
 std::string expand(std::string text) {
-  for (auto [token, value] : {std::pair{"%P%", "\"2026-01-01T00:00:00Z\""},
-                              {"%F%", "\"2026-12-31T00:00:00Z\""}}) {
+  for (auto [token, value] :
+       {std::pair{"%P%", "\"2026-01-01T00:00:00Z\""}, {"%F%", "\"2026-12-31T00:00:00Z\""}}) {
     for (std::size_t at; (at = text.find(token)) != std::string::npos;) {
       text.replace(at, 3, value);
     }
@@ -67,22 +70,29 @@ constexpr auto L = Verdict::live;
 constexpr auto E = Verdict::expired;
 constexpr auto U = Verdict::unreadable;
 
-const char* const kDecode = "encoding/json decode.go object(): keys in document order, each into "
-                            "the field it selects, so the last one wins";
-const char* const kFold = "encoding/json: exact name, else foldName (Unicode simple folding; "
-                          "U+017F folds to S, U+212A to K)";
+const char* const kDecode =
+    "encoding/json decode.go object(): keys in document order, each into "
+    "the field it selects, so the last one wins";
+const char* const kFold =
+    "encoding/json: exact name, else foldName (Unicode simple folding; "
+    "U+017F folds to S, U+212A to K)";
 const char* const kNull = "Time.UnmarshalJSON and string fields: null is a no-op";
-const char* const kRaw = "Time.UnmarshalJSON passes the raw bytes between the quotes to the "
-                         "parser, escapes not decoded (go.dev/issue/47353)";
-const char* const kScanner = "encoding/json scanner.go: RFC 8259 syntax (checkValid before "
-                             "decoding)";
+const char* const kRaw =
+    "Time.UnmarshalJSON passes the raw bytes between the quotes to the "
+    "parser, escapes not decoded (go.dev/issue/47353)";
+const char* const kScanner =
+    "encoding/json scanner.go: RFC 8259 syntax (checkValid before "
+    "decoding)";
 const char* const kParse = "time.Parse(RFC3339) / parseRFC3339: layout 2006-01-02T15:04:05Z07:00";
-const char* const kStricter = "ours is stricter on purpose (no id or expires_at is unreadable, "
-                              "hence live)";
-const char* const kUncertain = "Go releases differ (strict RFC 3339 checks, comma since 1.17): "
-                               "uncertain: erring to unreadable";
-const char* const kRange = "Go holds years 0000-9999; beyond int64 nanoseconds (1677-2262) ours "
-                           "is unreadable, hence live";
+const char* const kStricter =
+    "ours is stricter on purpose (no id or expires_at is unreadable, "
+    "hence live)";
+const char* const kUncertain =
+    "Go releases differ (strict RFC 3339 checks, comma since 1.17): "
+    "uncertain: erring to unreadable";
+const char* const kRange =
+    "Go holds years 0000-9999; beyond int64 nanoseconds (1677-2262) ours "
+    "is unreadable, hence live";
 const char* const kOwnFields = "Go ignores this field; ours decodes it and refuses a bad value";
 
 const std::vector<Row>& rows() {
@@ -100,7 +110,9 @@ const std::vector<Row>& rows() {
       {expiring("2026-06-01T01:00:00+02:00"), E, E, "parseRFC3339: the offset is subtracted"},
       {expiring("2026-05-31T23:30:00-01:00"), L, L, "parseRFC3339: the offset is subtracted"},
       {expiring("2026-01-01T00:00:00-00:00"), E, E, "parseRFC3339: -00:00 is offset zero"},
-      {R"({"id":"a","expires_at":%P%} )" "\n", E, E, kScanner},
+      {R"({"id":"a","expires_at":%P%} )"
+       "\n",
+       E, E, kScanner},
       // Keys: case folding, duplicates, null.
       {R"({"ID":"a","EXPIRES_AT":%P%})", E, E, kFold},
       {R"({"Id":"a","Expires_At":%F%})", L, L, kFold},

@@ -16,14 +16,17 @@ WallTime t0() { return parse_rfc3339("2026-11-29T11:47:21.858966496Z").value(); 
 
 TEST(Record, EncodesTheOriginalShapeFirst) {
   const Record r{.id = "go-1", .started_at = t0(), .expires_at = t0() + 5s};
-  EXPECT_EQ(encode_record(r),
-            R"({"id":"go-1","started_at":"2026-11-29T11:47:21.858966496Z",)"
-            R"("expires_at":"2026-11-29T11:47:26.858966496Z"})");
+  EXPECT_EQ(encode_record(r), R"({"id":"go-1","started_at":"2026-11-29T11:47:21.858966496Z",)"
+                              R"("expires_at":"2026-11-29T11:47:26.858966496Z"})");
 }
 
 TEST(Record, EncodesExtraFieldsAfterTheOriginalOnes) {
-  const Record r{.id = "a", .started_at = t0(), .expires_at = t0() + 2min, .host = "h1",
-                 .pid = 42, .renewed_at = t0() + 1s};
+  const Record r{.id = "a",
+                 .started_at = t0(),
+                 .expires_at = t0() + 2min,
+                 .host = "h1",
+                 .pid = 42,
+                 .renewed_at = t0() + 1s};
   const auto j = nlohmann::json::parse(encode_record(r));
   EXPECT_EQ(j.at("host"), "h1");
   EXPECT_EQ(j.at("pid"), 42);
@@ -32,9 +35,8 @@ TEST(Record, EncodesExtraFieldsAfterTheOriginalOnes) {
 }
 
 TEST(Record, DecodesWhatTheOriginalWrites) {
-  const auto r = decode_record(
-                     R"({"id":"go-1","started_at":"2026-03-01T12:00:00Z",)"
-                     R"("expires_at":"2026-03-01T12:00:00.123456789+02:00"})")
+  const auto r = decode_record(R"({"id":"go-1","started_at":"2026-03-01T12:00:00Z",)"
+                               R"("expires_at":"2026-03-01T12:00:00.123456789+02:00"})")
                      .value();
   EXPECT_EQ(r.id, "go-1");
   EXPECT_EQ(format_rfc3339(r.started_at), "2026-03-01T12:00:00Z");
@@ -64,16 +66,14 @@ TEST(Record, TheLastMatchingKeyWinsAsInGo) {
 }
 
 TEST(Record, RefusesWhatIsNotARecord) {
-  for (const char* bad : {
-           "", "null", "[]", "\"x\"", "{", "{\"id\":\"x\"}",  // no expires_at
-           R"({"expires_at":"2026-03-01T12:00:00Z"})",       // no id
-           R"({"id":"","expires_at":"2026-03-01T12:00:00Z"})",
-           R"({"id":5,"expires_at":"2026-03-01T12:00:00Z"})",
-           R"({"id":"x","expires_at":"tomorrow"})",
-           R"({"id":"x","expires_at":null})",
-           R"({"id":"x","expires_at":"2026-03-01T12:00:00Z","pid":"12"})",
-           R"({"id":"x","expires_at":"2026-03-01T12:00:00Z","host":7})",
-           "\xff\xfe"}) {
+  for (const char* bad :
+       {"", "null", "[]", "\"x\"", "{", "{\"id\":\"x\"}",  // no expires_at
+        R"({"expires_at":"2026-03-01T12:00:00Z"})",        // no id
+        R"({"id":"","expires_at":"2026-03-01T12:00:00Z"})",
+        R"({"id":5,"expires_at":"2026-03-01T12:00:00Z"})", R"({"id":"x","expires_at":"tomorrow"})",
+        R"({"id":"x","expires_at":null})",
+        R"({"id":"x","expires_at":"2026-03-01T12:00:00Z","pid":"12"})",
+        R"({"id":"x","expires_at":"2026-03-01T12:00:00Z","host":7})", "\xff\xfe"}) {
     auto r = decode_record(bad);
     EXPECT_FALSE(r.has_value()) << bad;
     if (!r) {

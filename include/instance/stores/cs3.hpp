@@ -93,8 +93,8 @@ struct Cs3Stats {
 };
 
 struct Cs3StoreOptions {
-  std::string gateway;  // "host:port" of the gateway's gRPC endpoint
-  bool tls = false;     // gRPC over TLS (cs3s://)
+  std::string gateway;            // "host:port" of the gateway's gRPC endpoint
+  bool tls = false;               // gRPC over TLS (cs3s://)
   std::filesystem::path ca_file;  // extra CA bundle (PEM), gRPC and data gateway
   bool insecure = false;          // data gateway: skip TLS verification (warned about)
 
@@ -128,7 +128,7 @@ struct Cs3StoreOptions {
   // instead of probing (the probe writes).
   bool read_only = false;
 
-  std::shared_ptr<Logger> logger;  // null: discard
+  std::shared_ptr<Logger> logger;   // null: discard
   std::shared_ptr<Cs3Stats> stats;  // null: not counted
 };
 

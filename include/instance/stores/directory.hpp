@@ -17,8 +17,8 @@
 // starts inherit it, so the lock lasts until the holder and everything it
 // started are gone (a guard killed outright cannot free the lock while its
 // child still runs). The kernel releases the lock when the last of them
-// dies, so a crashed holder on this host is replaced at once. The ttl is ignored: an OFD lock does not expire, it lives
-// exactly as long as its holder (refresh_lock only checks that the lock file
+// dies, so a crashed holder on this host is replaced at once. The ttl is ignored: an OFD lock does
+// not expire, it lives exactly as long as its holder (refresh_lock only checks that the lock file
 // is still the one locked). Two store objects, threads or processes exclude
 // each other; a lock is not re-entrant (a second lock() of a held key is
 // Errc::locked even from the same store). Tokens ("ofd:<n>") are only

@@ -20,8 +20,8 @@
 //               get and list only. With no earlier state known, forwards.
 //   corrupt     get: the stored bytes, damaged. `flip` replaces one byte (a
 //               seeded position) by a control character, which JSON forbids
-//               everywhere, so no JSON document stays decodable; `truncate` cuts at a seeded shorter length.
-//               get only; a missing document stays missing.
+//               everywhere, so no JSON document stays decodable; `truncate` cuts at a seeded
+//               shorter length. get only; a missing document stays missing.
 // Waits go through Clock::sleep_for, so a FakeClock or a simulated clock
 // moves virtual time instead of sleeping.
 //
@@ -54,7 +54,16 @@
 namespace instance {
 
 enum class StoreOp {
-  get, create, replace, remove, list, replace_if, remove_if, lock, refresh_lock, unlock,
+  get,
+  create,
+  replace,
+  remove,
+  list,
+  replace_if,
+  remove_if,
+  lock,
+  refresh_lock,
+  unlock,
 };
 inline constexpr int kStoreOpCount = 10;
 
@@ -150,6 +159,6 @@ class INSTANCE_EXPORT FaultStore final : public StoreWrapper {
 };
 
 INSTANCE_EXPORT std::shared_ptr<FaultStore> make_fault_store(std::shared_ptr<Store> target,
-                                                            FaultOptions options = {});
+                                                             FaultOptions options = {});
 
 }  // namespace instance

@@ -12,6 +12,7 @@
 
 namespace instance {
 
-INSTANCE_EXPORT std::shared_ptr<Store> make_memory_store(std::shared_ptr<Clock> lease_clock = nullptr);
+INSTANCE_EXPORT std::shared_ptr<Store> make_memory_store(
+    std::shared_ptr<Clock> lease_clock = nullptr);
 
 }  // namespace instance

@@ -86,7 +86,7 @@ struct RedisStats {
 struct RedisStoreOptions {
   std::string host = "127.0.0.1";  // a name or an IP address (IPv6 without brackets)
   int port = 6379;
-  int db = 0;                          // SELECT after connecting
+  int db = 0;                              // SELECT after connecting
   std::string prefix = "instance-guard:";  // every key this store touches starts with it
 
   // AUTH: `password` alone for the default user, `user` too for an ACL user
@@ -105,7 +105,7 @@ struct RedisStoreOptions {
   std::chrono::nanoseconds max_clock_skew = std::chrono::seconds(12);
   std::shared_ptr<Clock> clock;  // the system clock when null
 
-  std::shared_ptr<Logger> logger;    // null: discard
+  std::shared_ptr<Logger> logger;     // null: discard
   std::shared_ptr<RedisStats> stats;  // null: not counted
 };
 

@@ -57,14 +57,13 @@
 // 400/404/409/412 -> not_found. Tokens that are not printable URIs never
 // reach a header. lock_granted() is the timeout the LOCK or refresh reply's
 // lockdiscovery names (nginx grants its lock zone's own timeout whatever was
-// asked; Infinite -> kForever; none -> what was asked). The probe locks a scratch document, checks that a second
-// LOCK is refused with 423 and unlocks it; native_lease (and server_clock)
-// are declared only when that holds and the server is neither lighttpd
-// (1.4.69 never expires a lock and refreshes with any token) nor Apache
-// httpd (mod_dav grants concurrent LOCKs of one resource to several clients:
-// measured in the tests). A server without LOCK (405/501) is noted at info
-// level; other failures are warned about. With probe_capabilities false
-// every capability is declared without asking.
+// asked; Infinite -> kForever; none -> what was asked). The probe locks a scratch document, checks
+// that a second LOCK is refused with 423 and unlocks it; native_lease (and server_clock) are
+// declared only when that holds and the server is neither lighttpd (1.4.69 never expires a lock and
+// refreshes with any token) nor Apache httpd (mod_dav grants concurrent LOCKs of one resource to
+// several clients: measured in the tests). A server without LOCK (405/501) is noted at info level;
+// other failures are warned about. With probe_capabilities false every capability is declared
+// without asking.
 //
 // Size: writes over kMaxDocumentSize are refused (Errc::invalid) before any
 // request; a read stops as soon as the body passes the cap (Errc::malformed,
@@ -122,7 +121,7 @@ struct WebDavStoreOptions {
   std::filesystem::path ca_file;  // extra CA bundle (PEM) for TLS; empty: the system's
   bool insecure = false;          // skip TLS verification (warned about at creation)
 
-  std::chrono::milliseconds connect_timeout{5000};  // per connection attempt
+  std::chrono::milliseconds connect_timeout{5000};   // per connection attempt
   std::chrono::milliseconds request_timeout{15000};  // per request, whole transfer
   std::chrono::milliseconds retry_deadline{20000};   // all attempts of one operation
   std::chrono::milliseconds initial_backoff{50};     // first retry delay (before jitter)
@@ -149,7 +148,7 @@ struct WebDavStoreOptions {
   // create_path, every missing folder of the path is created instead.
   bool create_path = false;
 
-  std::shared_ptr<Logger> logger;     // null: discard
+  std::shared_ptr<Logger> logger;      // null: discard
   std::shared_ptr<WebDavStats> stats;  // null: not counted
 };
 

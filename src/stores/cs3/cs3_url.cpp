@@ -26,7 +26,8 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
   auto getenv = [&](std::string_view name) { return credential_env(options, name); };
   Cs3StoreOptions out;
   const auto sep = url.find("://");
-  if (sep == std::string_view::npos) return invalid_store_url(url, "expected cs3://host:port/<space-id>");
+  if (sep == std::string_view::npos)
+    return invalid_store_url(url, "expected cs3://host:port/<space-id>");
   std::string scheme(url.substr(0, sep));
   for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (scheme == "cs3" || scheme == "opencloud+cs3") {
@@ -34,7 +35,8 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
   } else if (scheme == "cs3s" || scheme == "opencloud+cs3s") {
     out.tls = true;
   } else {
-    return invalid_store_url(url, "not a CS3 URL (cs3://, cs3s://, opencloud+cs3://, opencloud+cs3s://)");
+    return invalid_store_url(
+        url, "not a CS3 URL (cs3://, cs3s://, opencloud+cs3://, opencloud+cs3s://)");
   }
   std::string_view rest = url.substr(sep + 3);
   std::string_view query;
@@ -42,19 +44,22 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
     query = rest.substr(q + 1);
     rest = rest.substr(0, q);
   }
-  if (rest.find('#') != std::string_view::npos) return invalid_store_url(url, "a fragment is not allowed");
+  if (rest.find('#') != std::string_view::npos)
+    return invalid_store_url(url, "a fragment is not allowed");
   const auto slash = rest.find('/');
   const auto authority = rest.substr(0, slash);
   if (authority.find('@') != std::string_view::npos) {
-    return invalid_store_url(url, "credentials do not belong in the URL; give the service account id with "
-                        "--user or INSTANCE_GUARD_CS3_ID and its secret with --password-file, "
-                        "INSTANCE_GUARD_CS3_SECRET_FILE or INSTANCE_GUARD_CS3_SECRET");
+    return invalid_store_url(
+        url,
+        "credentials do not belong in the URL; give the service account id with "
+        "--user or INSTANCE_GUARD_CS3_ID and its secret with --password-file, "
+        "INSTANCE_GUARD_CS3_SECRET_FILE or INSTANCE_GUARD_CS3_SECRET");
   }
   const auto colon = authority.rfind(':');
   if (authority.empty() || colon == std::string_view::npos || colon == 0 ||
-      colon + 1 == authority.size() ||
-      (authority.front() == '[' && authority.find(']') > colon)) {
-    return invalid_store_url(url, "the gateway needs a host and a port (cs3://host:9142/<space-id>)");
+      colon + 1 == authority.size() || (authority.front() == '[' && authority.find(']') > colon)) {
+    return invalid_store_url(url,
+                             "the gateway needs a host and a port (cs3://host:9142/<space-id>)");
   }
   out.gateway = std::string(authority);
   if (slash == std::string_view::npos || slash + 1 >= rest.size()) {
@@ -81,7 +86,7 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
       out.allow_user_space = truthy(value);
     } else {
       return invalid_store_url(url, "unknown query parameter \"" + std::string(name.substr(0, 40)) +
-                              "\" (known: allow-user-space)");
+                                        "\" (known: allow-user-space)");
     }
     query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
   }
@@ -108,8 +113,9 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
     out.client_secret = *password;
   }
   if (!options.token_file.empty()) {
-    return invalid_store_url(url, "a CS3 store authenticates with a service account id and secret, not "
-                        "a bearer token (--token-file)");
+    return invalid_store_url(url,
+                             "a CS3 store authenticates with a service account id and secret, not "
+                             "a bearer token (--token-file)");
   }
   out.ca_file = options.ca_file;
   out.insecure = options.insecure;

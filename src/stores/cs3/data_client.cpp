@@ -32,7 +32,8 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
 bool header_is(std::string_view line, std::string_view name) {
   if (line.size() <= name.size() || line[name.size()] != ':') return false;
   return std::ranges::equal(line.substr(0, name.size()), name, [](char a, char b) {
-    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+    return std::tolower(static_cast<unsigned char>(a)) ==
+           std::tolower(static_cast<unsigned char>(b));
   });
 }
 
@@ -73,8 +74,8 @@ Result<std::unique_ptr<DataClient>> DataClient::create(std::filesystem::path ca_
   init_libcurl_once();
   std::unique_ptr<CURL, CurlDeleter> handle(curl_easy_init());
   if (!handle) return fail(Errc::internal, "libcurl could not create a handle");
-  return std::unique_ptr<DataClient>(new DataClient(std::move(ca_file), insecure,
-                                                    std::move(handle)));
+  return std::unique_ptr<DataClient>(
+      new DataClient(std::move(ca_file), insecure, std::move(handle)));
 }
 
 DataResponse DataClient::perform(const DataRequest& request) {
@@ -126,8 +127,9 @@ DataResponse DataClient::perform(const DataRequest& request) {
   // Drop the header list before the lock is released: it held the tokens.
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
   if (response.curl != CURLE_OK) {
-    response.curl_message = error_buffer[0] != '\0' ? std::string(error_buffer)
-                                                    : std::string(curl_easy_strerror(response.curl));
+    response.curl_message = error_buffer[0] != '\0'
+                                ? std::string(error_buffer)
+                                : std::string(curl_easy_strerror(response.curl));
   }
   return response;
 }

@@ -25,8 +25,8 @@
 namespace instance::cs3 {
 
 struct DataRequest {
-  bool put = false;                // PUT `body`, else GET
-  std::string url;                 // the endpoint the gateway handed out
+  bool put = false;                 // PUT `body`, else GET
+  std::string url;                  // the endpoint the gateway handed out
   std::string_view transfer_token;  // X-Reva-Transfer
   std::string_view access_token;    // x-access-token
   std::string_view body;            // PUT only; must outlive perform()

@@ -12,7 +12,8 @@ namespace {
 // Keeps a server's message printable and short: it goes into our errors.
 std::string printable(std::string_view text, std::size_t max = 200) {
   std::string out;
-  for (unsigned char c : text.substr(0, max)) out.push_back(c >= 0x20 && c < 0x7F ? static_cast<char>(c) : '?');
+  for (unsigned char c : text.substr(0, max))
+    out.push_back(c >= 0x20 && c < 0x7F ? static_cast<char>(c) : '?');
   if (text.size() > max) out += "...";
   return out;
 }
@@ -42,7 +43,7 @@ void Cs3Store::prepare(grpc::ClientContext& context, const std::string& token) c
 }
 
 std::unexpected<Failure> Cs3Store::transport_failure(std::string_view method,
-                                                    const grpc::Status& status) {
+                                                     const grpc::Status& status) {
   const auto code = status.error_code();
   std::string message = std::string(method) + ": no answer from the gateway (gRPC " +
                         std::string(grpc_code_name(code)) + ": " +
@@ -157,10 +158,11 @@ Try<sp::ResourceId> Cs3Store::find_space_locked(const std::string& token) {
     const auto dollar = options_.space_id.find('$');
     root.set_storage_id(dollar == std::string::npos ? "" : options_.space_id.substr(0, dollar));
     root.set_space_id(dollar == std::string::npos ? options_.space_id
-                                                   : options_.space_id.substr(dollar + 1));
+                                                  : options_.space_id.substr(dollar + 1));
     root.set_opaque_id(root.space_id());
   }
-  options_.logger->debug("found the space", {{"store", where_}, {"space_type", space.space_type()}});
+  options_.logger->debug("found the space",
+                         {{"store", where_}, {"space_type", space.space_type()}});
   return root;
 }
 
@@ -216,7 +218,8 @@ void Cs3Store::sleep_jittered(std::chrono::milliseconds backoff) {
   std::int64_t ms = 0;
   {
     std::lock_guard lock(random_mu_);
-    ms = std::uniform_int_distribution<std::int64_t>(0, std::max<std::int64_t>(1, backoff.count()))(rng_);
+    ms = std::uniform_int_distribution<std::int64_t>(
+        0, std::max<std::int64_t>(1, backoff.count()))(rng_);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
@@ -246,7 +249,8 @@ void Cs3Store::check_date(const std::string& date) {
         "the CS3 data gateway's clock differs from ours; CS3 lock expirations are computed on "
         "our clock and judged on the server's",
         {{"store", where_},
-         {"skew_ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(skew).count())}});
+         {"skew_ms",
+          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(skew).count())}});
   }
 }
 

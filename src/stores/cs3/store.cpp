@@ -88,7 +88,8 @@ Try<std::optional<Document>> Cs3Store::fetch(const std::string& path) {
     return failure(Errc::malformed, "InitiateFileDownload offered no usable download endpoint");
   }
   if (options_.stats) ++options_.stats->http_requests;
-  DataResponse r = data_->perform({.put = false, .url = protocol->download_endpoint(),
+  DataResponse r = data_->perform({.put = false,
+                                   .url = protocol->download_endpoint(),
                                    .transfer_token = protocol->token(),
                                    .access_token = used.token,
                                    .max_body = kMaxDocumentSize,
@@ -108,12 +109,12 @@ Result<Document> Cs3Store::get(const Key& key) {
     if ((*doc)->version.empty()) {
       // No ETag on the transfer: ask Stat (a write in between shows as a
       // version that never matches the bytes, so a CAS with it fails).
-      auto stat = call<sp::StatResponse>("Stat", [&](auto& stub, auto* c, auto* resp,
-                                                     const Session& s) {
-        sp::StatRequest request;
-        *request.mutable_ref() = ref(s, path_of(key));
-        return stub.Stat(c, request, resp);
-      });
+      auto stat =
+          call<sp::StatResponse>("Stat", [&](auto& stub, auto* c, auto* resp, const Session& s) {
+            sp::StatRequest request;
+            *request.mutable_ref() = ref(s, path_of(key));
+            return stub.Stat(c, request, resp);
+          });
       if (stat && stat->status().code() == rpc::CODE_OK) (*doc)->version = stat->info().etag();
     }
     return std::move(**doc);
@@ -217,7 +218,8 @@ Try<std::string> Cs3Store::write_once(const std::string& path, std::string_view 
           sp::InitiateFileUploadRequest request;
           *request.mutable_ref() = ref(s, path);
           if (condition.kind == Condition::absent) request.set_if_not_exist(true);
-          if (condition.kind == Condition::match) request.set_if_match(std::string(condition.version));
+          if (condition.kind == Condition::match)
+            request.set_if_match(std::string(condition.version));
           auto& length = (*request.mutable_opaque()->mutable_map())["Upload-Length"];
           length.set_decoder("plain");
           length.set_value(std::to_string(data.size()));
@@ -233,8 +235,9 @@ Try<std::string> Cs3Store::write_once(const std::string& path, std::string_view 
       continue;
     }
     if (code == rpc::CODE_FAILED_PRECONDITION) {
-      return failure(Errc::invalid, "InitiateFileUpload answered CODE_FAILED_PRECONDITION: the key "
-                                    "is a folder, or its folder cannot be made");
+      return failure(Errc::invalid,
+                     "InitiateFileUpload answered CODE_FAILED_PRECONDITION: the key "
+                     "is a folder, or its folder cannot be made");
     }
     if (code == rpc::CODE_ALREADY_EXISTS) {
       return ours_after_all(Failure{Error{Errc::already_exists, "the document exists"}});
@@ -250,10 +253,13 @@ Try<std::string> Cs3Store::write_once(const std::string& path, std::string_view 
     return failure(Errc::unsupported, "InitiateFileUpload offered no \"simple\" upload endpoint");
   }
   if (options_.stats) ++options_.stats->http_requests;
-  DataResponse r = data_->perform({.put = true, .url = protocol->upload_endpoint(),
+  DataResponse r = data_->perform({.put = true,
+                                   .url = protocol->upload_endpoint(),
                                    .transfer_token = protocol->token(),
-                                   .access_token = used.token, .body = data,
-                                   .max_body = 64 * 1024, .timeout = options_.call_timeout});
+                                   .access_token = used.token,
+                                   .body = data,
+                                   .max_body = 64 * 1024,
+                                   .timeout = options_.call_timeout});
   if (r.transport_ok()) check_date(r.date);
   if (r.transport_ok() && r.status >= 200 && r.status < 300) {
     if (!r.etag.empty()) return r.etag;
@@ -289,13 +295,13 @@ Result<std::string> Cs3Store::replace_if(const Key& key, std::string_view data,
 
 Try<void> Cs3Store::remove_path(const std::string& path, std::string_view lock_id,
                                 bool maybe_applied_before) {
-  auto deleted = call<sp::DeleteResponse>("Delete", [&](auto& stub, auto* c, auto* resp,
-                                                         const Session& s) {
-    sp::DeleteRequest request;
-    *request.mutable_ref() = ref(s, path);
-    request.set_lock_id(std::string(lock_id));
-    return stub.Delete(c, request, resp);
-  });
+  auto deleted =
+      call<sp::DeleteResponse>("Delete", [&](auto& stub, auto* c, auto* resp, const Session& s) {
+        sp::DeleteRequest request;
+        *request.mutable_ref() = ref(s, path);
+        request.set_lock_id(std::string(lock_id));
+        return stub.Delete(c, request, resp);
+      });
   if (!deleted) return std::unexpected(std::move(deleted.error()));
   const auto code = deleted->status().code();
   if (code == rpc::CODE_OK) return {};
@@ -318,8 +324,8 @@ Result<void> Cs3Store::remove(const Key& key) {
 Try<void> Cs3Store::list_folder(const std::string& folder_path, const Key& folder, bool top,
                                 std::size_t depth, std::vector<Key>& out) {
   if (depth > kMaxListingDepth) {
-    return failure(Errc::malformed, "folders nested deeper than " +
-                                        std::to_string(kMaxListingDepth) + " levels");
+    return failure(Errc::malformed,
+                   "folders nested deeper than " + std::to_string(kMaxListingDepth) + " levels");
   }
   std::string page_token;
   do {
@@ -378,8 +384,8 @@ Result<Capabilities> Cs3Store::probed() {
   std::lock_guard lock(probe_mu_);
   if (capabilities_) return *capabilities_;
   if (!options_.probe_capabilities) {
-    capabilities_ = Capabilities{.versions = true, .conditional_writes = true,
-                                 .native_lease = true, .server_clock = false};
+    capabilities_ = Capabilities{
+        .versions = true, .conditional_writes = true, .native_lease = true, .server_clock = false};
     return *capabilities_;
   }
   if (options_.read_only) {  // the probe writes: not learnt
@@ -399,8 +405,11 @@ Capabilities Cs3Store::capabilities() {
   // error (the guard refuses to pick a mode from it). Nothing relies on it
   // unchecked: replace_if, remove_if and lock probe again first and fail
   // with the probe's error.
-  return Capabilities{.versions = true, .conditional_writes = true, .native_lease = true,
-                      .server_clock = false, .unknown = caps.error()};
+  return Capabilities{.versions = true,
+                      .conditional_writes = true,
+                      .native_lease = true,
+                      .server_clock = false,
+                      .unknown = caps.error()};
 }
 
 Result<Capabilities> Cs3Store::probe_locked() {
@@ -417,24 +426,27 @@ Result<Capabilities> Cs3Store::probe_locked() {
   Capabilities caps{.versions = true};
   bool cas = true;
   std::string why;
-  if (auto again = retried("probe: create again", [&](bool m) {
-        return write_once(path, "probe-x", {Condition::absent, {}}, m);
-      });
+  if (auto again = retried("probe: create again",
+                           [&](bool m) {
+                             return write_once(path, "probe-x", {Condition::absent, {}}, m);
+                           });
       again || again.error().code != Errc::already_exists) {
     cas = false;
     why = "a create of an existing document was not refused";
   }
   const std::string wrong = "\"instance-guard-probe-wrong\"";
-  if (auto stale = retried("probe: wrong version", [&](bool m) {
-        return write_once(path, "probe-y", {Condition::match, wrong}, m);
-      });
+  if (auto stale = retried("probe: wrong version",
+                           [&](bool m) {
+                             return write_once(path, "probe-y", {Condition::match, wrong}, m);
+                           });
       stale || stale.error().code != Errc::conflict) {
     cas = false;
     why = "a wrong if_match was not refused";
   }
-  if (auto right = retried("probe: right version", [&](bool m) {
-        return write_once(path, "probe-2", {Condition::match, *v1}, m);
-      });
+  if (auto right = retried("probe: right version",
+                           [&](bool m) {
+                             return write_once(path, "probe-2", {Condition::match, *v1}, m);
+                           });
       !right) {
     cas = false;
     why = "the right if_match was refused: " + right.error().message;
@@ -451,7 +463,8 @@ Result<Capabilities> Cs3Store::probe_locked() {
                            {{"store", where_}});
   } else {
     options_.logger->warn("the CS3 gateway lacks what the guard's exclusive mode needs",
-                          {{"store", where_}, {"why", why},
+                          {{"store", where_},
+                           {"why", why},
                            {"conditional_writes", caps.conditional_writes ? "yes" : "no"},
                            {"native_lease", caps.native_lease ? "yes" : "no"}});
   }
@@ -507,8 +520,8 @@ namespace instance {
 
 Result<std::shared_ptr<Store>> make_cs3_store(Cs3StoreOptions options) {
   if (!cs3::valid_gateway(options.gateway)) {
-    return fail(Errc::invalid, "CS3 gateway must be host:port, got \"" +
-                                   options.gateway.substr(0, 100) + "\"");
+    return fail(Errc::invalid,
+                "CS3 gateway must be host:port, got \"" + options.gateway.substr(0, 100) + "\"");
   }
   if (options.space_id.empty() || options.space_id.find_first_of("!/ ") != std::string::npos) {
     return fail(Errc::invalid, "CS3 space id must be <storageid>$<spaceid> or <spaceid>, got \"" +
@@ -529,12 +542,14 @@ Result<std::shared_ptr<Store>> make_cs3_store(Cs3StoreOptions options) {
     }
   }
   if (options.client_id.empty()) {
-    return fail(Errc::invalid, "CS3 store: no service account id (give --user or "
-                               "INSTANCE_GUARD_CS3_ID)");
+    return fail(Errc::invalid,
+                "CS3 store: no service account id (give --user or "
+                "INSTANCE_GUARD_CS3_ID)");
   }
   if (options.client_secret.empty()) {
-    return fail(Errc::invalid, "CS3 store: no service account secret (give --password-file, "
-                               "INSTANCE_GUARD_CS3_SECRET_FILE or INSTANCE_GUARD_CS3_SECRET)");
+    return fail(Errc::invalid,
+                "CS3 store: no service account secret (give --password-file, "
+                "INSTANCE_GUARD_CS3_SECRET_FILE or INSTANCE_GUARD_CS3_SECRET)");
   }
   if (!options.logger) options.logger = null_logger();
   if (!options.clock) options.clock = system_clock();
@@ -552,8 +567,9 @@ Result<std::shared_ptr<Store>> make_cs3_store(Cs3StoreOptions options) {
     credentials = grpc::InsecureChannelCredentials();
   }
   if (options.insecure) {
-    options.logger->warn("TLS verification of the CS3 data gateway is off (--insecure); the "
-                         "gateway's gRPC TLS is still verified");
+    options.logger->warn(
+        "TLS verification of the CS3 data gateway is off (--insecure); the "
+        "gateway's gRPC TLS is still verified");
   }
   auto data = cs3::DataClient::create(options.ca_file, options.insecure);
   if (!data) return std::unexpected(data.error());

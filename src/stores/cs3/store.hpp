@@ -78,9 +78,11 @@ inline bool plausible_version(std::string_view version) {
 
 class Cs3Store final : public Store {
  public:
-  Cs3Store(Cs3StoreOptions options, std::string where,
-           std::unique_ptr<gw::GatewayAPI::Stub> stub, std::unique_ptr<DataClient> data)
-      : options_(std::move(options)), where_(std::move(where)), stub_(std::move(stub)),
+  Cs3Store(Cs3StoreOptions options, std::string where, std::unique_ptr<gw::GatewayAPI::Stub> stub,
+           std::unique_ptr<DataClient> data)
+      : options_(std::move(options)),
+        where_(std::move(where)),
+        stub_(std::move(stub)),
         data_(std::move(data)) {}
 
   std::string describe() const override { return where_; }
@@ -177,8 +179,8 @@ class Cs3Store final : public Store {
   // ---- store.cpp
   Result<std::string> write(std::string_view op, const Key& key, std::string_view data,
                             Condition condition);
-  Try<std::string> write_once(const std::string& path, std::string_view data,
-                              Condition condition, bool maybe_applied_before);
+  Try<std::string> write_once(const std::string& path, std::string_view data, Condition condition,
+                              bool maybe_applied_before);
   Try<std::string> touch(const std::string& path, bool absent_only);
   // InitiateFileDownload + GET of `path`; nullopt when absent.
   Try<std::optional<Document>> fetch(const std::string& path);

@@ -48,15 +48,15 @@ Try<void> Cs3Store::ensure_lock_resource(const std::string& path) {
   return {};
 }
 
-Try<std::string> Cs3Store::set_lock(const std::string& path, std::string_view lock_id,
-                                    Duration ttl, std::string_view owner) {
-  auto set = call<sp::SetLockResponse>("SetLock", [&](auto& stub, auto* c, auto* resp,
-                                                      const Session& s) {
-    sp::SetLockRequest request;
-    *request.mutable_ref() = ref(s, path);
-    *request.mutable_lock() = make_lock(lock_id, options_.clock->wall() + ttl, owner);
-    return stub.SetLock(c, request, resp);
-  });
+Try<std::string> Cs3Store::set_lock(const std::string& path, std::string_view lock_id, Duration ttl,
+                                    std::string_view owner) {
+  auto set =
+      call<sp::SetLockResponse>("SetLock", [&](auto& stub, auto* c, auto* resp, const Session& s) {
+        sp::SetLockRequest request;
+        *request.mutable_ref() = ref(s, path);
+        *request.mutable_lock() = make_lock(lock_id, options_.clock->wall() + ttl, owner);
+        return stub.SetLock(c, request, resp);
+      });
   if (!set) return std::unexpected(std::move(set.error()));
   const auto code = set->status().code();
   if (code == rpc::CODE_OK) return std::string(lock_id);
@@ -68,15 +68,15 @@ Try<std::string> Cs3Store::set_lock(const std::string& path, std::string_view lo
 }
 
 Try<void> Cs3Store::release_lock(const std::string& path, std::string_view lock_id) {
-  auto unlocked = call<sp::UnlockResponse>("Unlock", [&](auto& stub, auto* c, auto* resp,
-                                                         const Session& s) {
-    sp::UnlockRequest request;
-    *request.mutable_ref() = ref(s, path);
-    request.mutable_lock()->set_lock_id(std::string(lock_id));
-    request.mutable_lock()->set_type(sp::LOCK_TYPE_EXCL);
-    request.mutable_lock()->set_app_name(std::string(kAppName));
-    return stub.Unlock(c, request, resp);
-  });
+  auto unlocked =
+      call<sp::UnlockResponse>("Unlock", [&](auto& stub, auto* c, auto* resp, const Session& s) {
+        sp::UnlockRequest request;
+        *request.mutable_ref() = ref(s, path);
+        request.mutable_lock()->set_lock_id(std::string(lock_id));
+        request.mutable_lock()->set_type(sp::LOCK_TYPE_EXCL);
+        request.mutable_lock()->set_app_name(std::string(kAppName));
+        return stub.Unlock(c, request, resp);
+      });
   if (!unlocked) return std::unexpected(std::move(unlocked.error()));
   const auto code = unlocked->status().code();
   if (code == rpc::CODE_OK) return {};
@@ -107,12 +107,12 @@ Result<std::string> Cs3Store::lock(const Key& key, Duration ttl, std::string_vie
       return token;
     }
     // Our own earlier SetLock may have won with its answer lost: ask.
-    auto held = call<sp::GetLockResponse>("GetLock", [&](auto& stub, auto* c, auto* resp,
-                                                         const Session& s) {
-      sp::GetLockRequest request;
-      *request.mutable_ref() = ref(s, path);
-      return stub.GetLock(c, request, resp);
-    });
+    auto held = call<sp::GetLockResponse>("GetLock",
+                                          [&](auto& stub, auto* c, auto* resp, const Session& s) {
+                                            sp::GetLockRequest request;
+                                            *request.mutable_ref() = ref(s, path);
+                                            return stub.GetLock(c, request, resp);
+                                          });
     if (held && held->status().code() == rpc::CODE_OK && held->lock().lock_id() == id) return id;
     return token;
   });
@@ -136,7 +136,8 @@ Result<void> Cs3Store::refresh_lock(const Key& key, std::string_view token, Dura
         });
     if (!refreshed) return std::unexpected(std::move(refreshed.error()));
     switch (refreshed->status().code()) {
-      case rpc::CODE_OK: return {};
+      case rpc::CODE_OK:
+        return {};
       case rpc::CODE_FAILED_PRECONDITION:
       case rpc::CODE_NOT_FOUND:
         return failure(Errc::not_found, "our lock is gone (expired on the server's clock)");
@@ -153,8 +154,8 @@ Result<void> Cs3Store::refresh_lock(const Key& key, std::string_view token, Dura
 Result<void> Cs3Store::unlock(const Key& key, std::string_view token) {
   if (auto ok = check_key("unlock", key); !ok) return ok;
   if (!plausible_token(token)) {
-    return fail(Errc::not_found, what("unlock", key) + " at " + where_ +
-                                     ": not a lock token this store hands out");
+    return fail(Errc::not_found,
+                what("unlock", key) + " at " + where_ + ": not a lock token this store hands out");
   }
   const std::string path = lock_path_of(key);
   return with_retries<void>("unlock", key, [&](bool maybe_applied_before) -> Try<void> {
@@ -187,12 +188,12 @@ Result<void> Cs3Store::remove_if(const Key& key, std::string_view version) {
       if (f.error.code == Errc::locked) f.retry = true;  // another remove_if, briefly
       return std::unexpected(std::move(f));
     }
-    auto stat = call<sp::StatResponse>("Stat", [&](auto& stub, auto* c, auto* resp,
-                                                   const Session& s) {
-      sp::StatRequest request;
-      *request.mutable_ref() = ref(s, path);
-      return stub.Stat(c, request, resp);
-    });
+    auto stat =
+        call<sp::StatResponse>("Stat", [&](auto& stub, auto* c, auto* resp, const Session& s) {
+          sp::StatRequest request;
+          *request.mutable_ref() = ref(s, path);
+          return stub.Stat(c, request, resp);
+        });
     Try<void> outcome;
     if (!stat) {
       outcome = std::unexpected(std::move(stat.error()));
@@ -227,8 +228,8 @@ bool Cs3Store::probe_lock(const std::string& path) {
   });
   const bool exclusive = !again && again.error().code == Errc::locked;
   if (again) (void)release_lock(path, second);
-  auto released = with_retries<void>("probe: unlock", scratch,
-                                     [&](bool) { return release_lock(path, first); });
+  auto released =
+      with_retries<void>("probe: unlock", scratch, [&](bool) { return release_lock(path, first); });
   return exclusive && released.has_value();
 }
 

@@ -41,8 +41,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/types.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,8 +51,8 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
-#include <expected>
 #include <ctime>
+#include <expected>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -124,11 +124,10 @@ std::uint64_t mtime_ns(const struct stat& st) noexcept {
 
 std::string version_of(const struct stat& st, std::string_view data) {
   char buf[96];
-  std::snprintf(buf, sizeof buf, "%llx-%llx-%llx-%016llx",
-                static_cast<unsigned long long>(st.st_ino),
-                static_cast<unsigned long long>(mtime_ns(st)),
-                static_cast<unsigned long long>(st.st_size),
-                static_cast<unsigned long long>(fnv1a64(data)));
+  std::snprintf(
+      buf, sizeof buf, "%llx-%llx-%llx-%016llx", static_cast<unsigned long long>(st.st_ino),
+      static_cast<unsigned long long>(mtime_ns(st)), static_cast<unsigned long long>(st.st_size),
+      static_cast<unsigned long long>(fnv1a64(data)));
   return buf;
 }
 
@@ -159,16 +158,22 @@ std::string join(std::span<const std::string> segments) {
 
 Errc errc_from_errno(int err) noexcept {
   switch (err) {
-    case ENOENT: return Errc::not_found;
-    case EEXIST: return Errc::already_exists;
+    case ENOENT:
+      return Errc::not_found;
+    case EEXIST:
+      return Errc::already_exists;
     case EACCES:
     case EPERM:
     case EROFS:
-    case ELOOP: return Errc::permission;
+    case ELOOP:
+      return Errc::permission;
     case ENOSPC:
-    case EDQUOT: return Errc::no_space;
-    case ENAMETOOLONG: return Errc::invalid;
-    default: return Errc::unavailable;
+    case EDQUOT:
+      return Errc::no_space;
+    case ENAMETOOLONG:
+      return Errc::invalid;
+    default:
+      return Errc::unavailable;
   }
 }
 
@@ -240,8 +245,8 @@ class Context {
 Result<void> check_write(const Context& ctx, std::string_view data) {
   if (ctx.key().empty()) return ctx.fail(Errc::invalid, "the root key is not a document");
   if (data.size() > kMaxDocumentSize) {
-    return ctx.fail(Errc::invalid, "document of " + std::to_string(data.size()) +
-                                       " bytes exceeds the 1 MiB cap");
+    return ctx.fail(Errc::invalid,
+                    "document of " + std::to_string(data.size()) + " bytes exceeds the 1 MiB cap");
   }
   return {};
 }
@@ -279,7 +284,8 @@ Result<UniqueFd> open_folder(const Context& ctx, int root, std::span<const std::
       }
       next = open_subfolder(ctx, current.get(), segments[i], rel);
       if (!next && next.error().code == Errc::not_found) {
-        return ctx.fail(Errc::invalid, rel + " is a document, so it cannot hold " + ctx.key().str());
+        return ctx.fail(Errc::invalid,
+                        rel + " is a document, so it cannot hold " + ctx.key().str());
       }
     }
     if (!next) return std::unexpected(next.error());
@@ -296,12 +302,16 @@ Result<Document> read_document(const Context& ctx, int parent, const std::string
   const auto kind = kind_of(parent, leaf);
   if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + rel);
   switch (*kind) {
-    case Kind::missing: return ctx.fail(Errc::not_found, "not found");
-    case Kind::symlink: return ctx.symlink(rel);
+    case Kind::missing:
+      return ctx.fail(Errc::not_found, "not found");
+    case Kind::symlink:
+      return ctx.symlink(rel);
     case Kind::folder:
       return ctx.fail(Errc::malformed, rel + " is a folder where a document should be");
-    case Kind::other: return ctx.fail(Errc::malformed, rel + " is not a regular file");
-    case Kind::regular: break;
+    case Kind::other:
+      return ctx.fail(Errc::malformed, rel + " is not a regular file");
+    case Kind::regular:
+      break;
   }
   UniqueFd fd(::openat(parent, leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) {
@@ -394,15 +404,17 @@ class TempFile {
                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
       if (fd >= 0) return TempFile(temp_folder, std::move(name), UniqueFd(fd));
       if (errno != EEXIST) {
-        return ctx.fail_errno(errno, std::string("cannot create a temporary file in ") +
-                                         kTempFolder);
+        return ctx.fail_errno(errno,
+                              std::string("cannot create a temporary file in ") + kTempFolder);
       }
     }
     return ctx.fail(Errc::unavailable,
                     std::string("cannot find a free temporary file name in ") + kTempFolder);
   }
   TempFile(TempFile&& other) noexcept
-      : folder_(other.folder_), name_(std::move(other.name_)), fd_(std::move(other.fd_)),
+      : folder_(other.folder_),
+        name_(std::move(other.name_)),
+        fd_(std::move(other.fd_)),
         committed_(std::exchange(other.committed_, true)) {}
   TempFile& operator=(TempFile&&) = delete;
   ~TempFile() {
@@ -432,7 +444,8 @@ Result<void> install(const Context& ctx, TempFile& temp, int temp_folder, int pa
   if (mode == Install::overwrite) {
     if (::renameat(temp_folder, from, parent, leaf.c_str()) != 0) {
       if (errno == EISDIR) {
-        return ctx.fail(Errc::malformed, ctx.key().str() + " is a folder where a document should be");
+        return ctx.fail(Errc::malformed,
+                        ctx.key().str() + " is a folder where a document should be");
       }
       return ctx.fail_errno(errno, "cannot rename the temporary file into place");
     }
@@ -467,8 +480,8 @@ class DirectoryStore final : public Store {
     // native_lease: an OFD lock, released by the kernel when the holder dies.
     // Its expiry is the holder's death, not a clock, so server_clock stays
     // false (no clock is involved at all).
-    return {.versions = true, .conditional_writes = true, .native_lease = true,
-            .server_clock = false};
+    return {
+        .versions = true, .conditional_writes = true, .native_lease = true, .server_clock = false};
   }
 
   Result<Document> get(const Key& key) override {
@@ -484,40 +497,43 @@ class DirectoryStore final : public Store {
 
   Result<std::string> create(const Key& key, std::string_view data) override {
     const Context ctx("create", key, where_);
-    return locked_write(ctx, data, true, [&](int parent, const std::string& leaf)
-                                             -> Result<Install> {
-      const auto kind = kind_of(parent, leaf);
-      if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + key.str());
-      if (*kind == Kind::symlink) return ctx.symlink(key.str());
-      if (*kind != Kind::missing) return ctx.fail(Errc::already_exists, "already exists");
-      return Install::no_clobber;
-    });
+    return locked_write(ctx, data, true,
+                        [&](int parent, const std::string& leaf) -> Result<Install> {
+                          const auto kind = kind_of(parent, leaf);
+                          if (!kind)
+                            return ctx.fail_errno(kind.error(), "cannot inspect " + key.str());
+                          if (*kind == Kind::symlink) return ctx.symlink(key.str());
+                          if (*kind != Kind::missing)
+                            return ctx.fail(Errc::already_exists, "already exists");
+                          return Install::no_clobber;
+                        });
   }
 
   Result<std::string> replace(const Key& key, std::string_view data) override {
     const Context ctx("replace", key, where_);
-    return locked_write(ctx, data, true, [&](int parent, const std::string& leaf)
-                                             -> Result<Install> {
-      const auto kind = kind_of(parent, leaf);
-      if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + key.str());
-      if (*kind == Kind::symlink) return ctx.symlink(key.str());
-      if (*kind == Kind::folder) {
-        return ctx.fail(Errc::malformed, key.str() + " is a folder where a document should be");
-      }
-      return Install::overwrite;
-    });
+    return locked_write(
+        ctx, data, true, [&](int parent, const std::string& leaf) -> Result<Install> {
+          const auto kind = kind_of(parent, leaf);
+          if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + key.str());
+          if (*kind == Kind::symlink) return ctx.symlink(key.str());
+          if (*kind == Kind::folder) {
+            return ctx.fail(Errc::malformed, key.str() + " is a folder where a document should be");
+          }
+          return Install::overwrite;
+        });
   }
 
   Result<std::string> replace_if(const Key& key, std::string_view data,
                                  std::string_view version) override {
     const Context ctx("conditional replace", key, where_);
-    return locked_write(ctx, data, false, [&](int parent, const std::string& leaf)
-                                              -> Result<Install> {
-      auto current = read_document(ctx, parent, leaf, key.str());
-      if (!current) return std::unexpected(current.error());
-      if (current->version != version) return ctx.fail(Errc::conflict, "version does not match");
-      return Install::overwrite;
-    });
+    return locked_write(ctx, data, false,
+                        [&](int parent, const std::string& leaf) -> Result<Install> {
+                          auto current = read_document(ctx, parent, leaf, key.str());
+                          if (!current) return std::unexpected(current.error());
+                          if (current->version != version)
+                            return ctx.fail(Errc::conflict, "version does not match");
+                          return Install::overwrite;
+                        });
   }
 
   Result<void> remove(const Key& key) override {
@@ -526,12 +542,15 @@ class DirectoryStore final : public Store {
       const auto kind = kind_of(parent, leaf);
       if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + key.str());
       switch (*kind) {
-        case Kind::missing: return ctx.fail(Errc::not_found, "not found");
-        case Kind::symlink: return ctx.symlink(key.str());
+        case Kind::missing:
+          return ctx.fail(Errc::not_found, "not found");
+        case Kind::symlink:
+          return ctx.symlink(key.str());
         case Kind::folder:
           return ctx.fail(Errc::malformed, key.str() + " is a folder where a document should be");
         case Kind::regular:
-        case Kind::other: return {};
+        case Kind::other:
+          return {};
       }
       return {};
     });
@@ -573,7 +592,8 @@ class DirectoryStore final : public Store {
         return ctx.fail(Errc::unsupported,
                         "this kernel or file system has no OFD locks (fcntl F_OFD_SETLK)");
       }
-      if (err == ENOLCK) return ctx.fail(Errc::unavailable, "cannot lock " + rel + ": no locks left");
+      if (err == ENOLCK)
+        return ctx.fail(Errc::unavailable, "cannot lock " + rel + ": no locks left");
       return ctx.fail_errno(err, "cannot lock " + rel);
     }
     // Children exec'd from now on inherit the descriptor, so the lock lasts
@@ -643,11 +663,16 @@ class DirectoryStore final : public Store {
     const auto kind = kind_of(parent->get(), segments.back());
     if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + prefix.str());
     switch (*kind) {
-      case Kind::missing: return keys;
-      case Kind::symlink: return ctx.symlink(prefix.str());
+      case Kind::missing:
+        return keys;
+      case Kind::symlink:
+        return ctx.symlink(prefix.str());
       case Kind::regular:
-      case Kind::other: keys.push_back(prefix); return keys;
-      case Kind::folder: break;
+      case Kind::other:
+        keys.push_back(prefix);
+        return keys;
+      case Kind::folder:
+        break;
     }
     auto folder = open_subfolder(ctx, parent->get(), segments.back(), prefix.str());
     if (!folder) return absent_is_empty(folder.error(), std::move(keys));
@@ -724,7 +749,8 @@ class DirectoryStore final : public Store {
     }
     if (::fsync(temp->fd()) != 0) return ctx.fail_errno(errno, "cannot sync temporary file");
     struct stat st {};
-    if (::fstat(temp->fd(), &st) != 0) return ctx.fail_errno(errno, "cannot inspect temporary file");
+    if (::fstat(temp->fd(), &st) != 0)
+      return ctx.fail_errno(errno, "cannot inspect temporary file");
     auto installed = install(ctx, *temp, temp_folder->get(), parent, leaf, mode);
     if (!installed) return std::unexpected(installed.error());
     if (::fsync(parent) != 0) return ctx.fail_errno(errno, "cannot sync folder");
@@ -783,16 +809,21 @@ class DirectoryStore final : public Store {
 
   // One entry of a folder being listed: recurse into folders, refuse links,
   // list everything else (get() reports what cannot be a document).
-  static Result<void> visit(const Context& ctx, int dir, const std::string& name,
-                            const Key& child, std::vector<Key>& keys) {
+  static Result<void> visit(const Context& ctx, int dir, const std::string& name, const Key& child,
+                            std::vector<Key>& keys) {
     const auto kind = kind_of(dir, name);
     if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + child.str());
     switch (*kind) {
-      case Kind::missing: return {};  // removed while we listed
-      case Kind::symlink: return ctx.symlink(child.str());
+      case Kind::missing:
+        return {};  // removed while we listed
+      case Kind::symlink:
+        return ctx.symlink(child.str());
       case Kind::regular:
-      case Kind::other: keys.push_back(child); return {};
-      case Kind::folder: break;
+      case Kind::other:
+        keys.push_back(child);
+        return {};
+      case Kind::folder:
+        break;
     }
     auto folder = open_subfolder(ctx, dir, name, child.str());
     if (!folder) {
@@ -871,7 +902,8 @@ class DirectoryStore final : public Store {
     auto folder = open_lease_folder(ctx, false);
     if (!folder) {
       if (folder.error().code == Errc::not_found) {
-        return ctx.fail(Errc::not_found, "lock lost: " + std::string(kLeaseFolder) + " was removed");
+        return ctx.fail(Errc::not_found,
+                        "lock lost: " + std::string(kLeaseFolder) + " was removed");
       }
       return std::unexpected(folder.error());
     }
@@ -891,8 +923,10 @@ class DirectoryStore final : public Store {
     struct flock fl {};
     fl.l_type = F_WRLCK;
     fl.l_whence = SEEK_SET;
-    if (::fcntl(now.get(), F_OFD_GETLK, &fl) != 0) return ctx.fail_errno(errno, "cannot test " + rel);
-    if (fl.l_type == F_UNLCK) return ctx.fail(Errc::not_found, "lock lost: " + rel + " is not locked");
+    if (::fcntl(now.get(), F_OFD_GETLK, &fl) != 0)
+      return ctx.fail_errno(errno, "cannot test " + rel);
+    if (fl.l_type == F_UNLCK)
+      return ctx.fail(Errc::not_found, "lock lost: " + rel + " is not locked");
     return {};
   }
 

@@ -61,9 +61,9 @@ std::optional<std::string> base64_decode(std::string_view text) {
       v[j] = kTable[static_cast<unsigned char>(c)];
       if (v[j] < 0) return std::nullopt;
     }
-    const std::uint32_t n = (static_cast<std::uint32_t>(v[0]) << 18) |
-                            (static_cast<std::uint32_t>(v[1]) << 12) |
-                            (static_cast<std::uint32_t>(v[2]) << 6) | static_cast<std::uint32_t>(v[3]);
+    const std::uint32_t n =
+        (static_cast<std::uint32_t>(v[0]) << 18) | (static_cast<std::uint32_t>(v[1]) << 12) |
+        (static_cast<std::uint32_t>(v[2]) << 6) | static_cast<std::uint32_t>(v[3]);
     // Unused bits must be zero: one spelling per byte string.
     if ((pad == 1 && (n & 0xFF) != 0) || (pad == 2 && (n & 0xFFFF) != 0)) return std::nullopt;
     out.push_back(static_cast<char>((n >> 16) & 0xFF));
@@ -111,7 +111,8 @@ std::optional<GatewayError> parse_gateway_error(std::string_view body) {
   const int n = code->get<int>();
   out.code = n >= 0 && n <= 16 ? static_cast<Grpc>(n) : Grpc::unknown;
   for (const char* field : {"message", "error"}) {
-    if (const auto m = j.find(field); m != j.end() && m->is_string() && !m->get_ref<const std::string&>().empty()) {
+    if (const auto m = j.find(field);
+        m != j.end() && m->is_string() && !m->get_ref<const std::string&>().empty()) {
       out.message = m->get<std::string>();
       break;
     }
@@ -121,14 +122,21 @@ std::optional<GatewayError> parse_gateway_error(std::string_view body) {
 
 Errc map_grpc(const GatewayError& error) {
   switch (error.code) {
-    case Grpc::ok: return Errc::internal;  // not a failure: a caller bug
-    case Grpc::not_found: return Errc::not_found;
-    case Grpc::already_exists: return Errc::already_exists;
+    case Grpc::ok:
+      return Errc::internal;  // not a failure: a caller bug
+    case Grpc::not_found:
+      return Errc::not_found;
+    case Grpc::already_exists:
+      return Errc::already_exists;
     case Grpc::permission_denied:
-    case Grpc::unauthenticated: return Errc::permission;
-    case Grpc::resource_exhausted: return Errc::no_space;
-    case Grpc::deadline_exceeded: return Errc::timeout;
-    case Grpc::unimplemented: return Errc::unsupported;
+    case Grpc::unauthenticated:
+      return Errc::permission;
+    case Grpc::resource_exhausted:
+      return Errc::no_space;
+    case Grpc::deadline_exceeded:
+      return Errc::timeout;
+    case Grpc::unimplemented:
+      return Errc::unsupported;
     case Grpc::invalid_argument:
       // etcd 3.4 reports a wrong password or missing user this way.
       if (error.message.find("authentication failed") != std::string::npos ||
@@ -138,13 +146,15 @@ Errc map_grpc(const GatewayError& error) {
       }
       return Errc::invalid;
     case Grpc::failed_precondition:
-    case Grpc::out_of_range: return Errc::invalid;
+    case Grpc::out_of_range:
+      return Errc::invalid;
     case Grpc::cancelled:
     case Grpc::unknown:
     case Grpc::aborted:
     case Grpc::internal:
     case Grpc::unavailable:
-    case Grpc::data_loss: return Errc::unavailable;
+    case Grpc::data_loss:
+      return Errc::unavailable;
   }
   return Errc::unavailable;
 }

@@ -34,10 +34,23 @@ std::optional<std::int64_t> parse_revision(std::string_view text);
 
 // gRPC status codes the gateway reports in {"code": N, "message": ...}.
 enum class Grpc : int {
-  ok = 0, cancelled = 1, unknown = 2, invalid_argument = 3, deadline_exceeded = 4,
-  not_found = 5, already_exists = 6, permission_denied = 7, resource_exhausted = 8,
-  failed_precondition = 9, aborted = 10, out_of_range = 11, unimplemented = 12,
-  internal = 13, unavailable = 14, data_loss = 15, unauthenticated = 16,
+  ok = 0,
+  cancelled = 1,
+  unknown = 2,
+  invalid_argument = 3,
+  deadline_exceeded = 4,
+  not_found = 5,
+  already_exists = 6,
+  permission_denied = 7,
+  resource_exhausted = 8,
+  failed_precondition = 9,
+  aborted = 10,
+  out_of_range = 11,
+  unimplemented = 12,
+  internal = 13,
+  unavailable = 14,
+  data_loss = 15,
+  unauthenticated = 16,
 };
 
 // What a failed reply says, when it carries the gateway's error object.

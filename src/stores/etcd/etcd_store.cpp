@@ -82,18 +82,26 @@ Failure classify(const etcd::HttpReply& reply, const std::string& what) {
     }
     Errc code = Errc::unavailable;
     switch (reply.curl) {
-      case CURLE_OPERATION_TIMEDOUT: code = Errc::timeout; break;
+      case CURLE_OPERATION_TIMEDOUT:
+        code = Errc::timeout;
+        break;
       case CURLE_URL_MALFORMAT:
-      case CURLE_UNSUPPORTED_PROTOCOL: code = Errc::invalid; break;
+      case CURLE_UNSUPPORTED_PROTOCOL:
+        code = Errc::invalid;
+        break;
       case CURLE_OUT_OF_MEMORY:
       case CURLE_BAD_FUNCTION_ARGUMENT:
-      case CURLE_FAILED_INIT: code = Errc::internal; break;
-      default: break;
+      case CURLE_FAILED_INIT:
+        code = Errc::internal;
+        break;
+      default:
+        break;
     }
     std::string message = what + ": no reply (" + reply.curl_message + ")";
     if (is_tls_failure(reply.curl)) {
-      message += "; TLS verification failed: give the server's CA with --ca-file (or, only for "
-                 "testing, --insecure)";
+      message +=
+          "; TLS verification failed: give the server's CA with --ca-file (or, only for "
+          "testing, --insecure)";
     }
     f.error = Error{code, std::move(message)};
     switch (reply.curl) {
@@ -117,12 +125,13 @@ Failure classify(const etcd::HttpReply& reply, const std::string& what) {
     return f;
   }
   if (auto g = etcd::parse_gateway_error(reply.body)) {
-    std::string message = what + ": " + (g->message.empty() ? "HTTP " + std::to_string(reply.status)
-                                                            : g->message);
+    std::string message =
+        what + ": " + (g->message.empty() ? "HTTP " + std::to_string(reply.status) : g->message);
     const Errc code = etcd::map_grpc(*g);
     if (code == Errc::permission) {
-      message += "; check the etcd user and password (--user and --password-file, or "
-                 "INSTANCE_GUARD_USER and INSTANCE_GUARD_PASSWORD) and the user's role";
+      message +=
+          "; check the etcd user and password (--user and --password-file, or "
+          "INSTANCE_GUARD_USER and INSTANCE_GUARD_PASSWORD) and the user's role";
     } else if (code == Errc::no_space) {
       message += "; the etcd database is over its quota (compact and defragment it)";
     }
@@ -171,12 +180,16 @@ std::optional<LockToken> parse_token(std::string_view token) {
 }
 
 json compare_create_absent(const std::string& key) {
-  return {{"key", etcd::base64_encode(key)}, {"target", "CREATE"}, {"result", "EQUAL"},
+  return {{"key", etcd::base64_encode(key)},
+          {"target", "CREATE"},
+          {"result", "EQUAL"},
           {"create_revision", "0"}};
 }
 
 json compare_mod(const std::string& key, std::int64_t revision) {
-  return {{"key", etcd::base64_encode(key)}, {"target", "MOD"}, {"result", "EQUAL"},
+  return {{"key", etcd::base64_encode(key)},
+          {"target", "MOD"},
+          {"result", "EQUAL"},
           {"mod_revision", std::to_string(revision)}};
 }
 
@@ -202,15 +215,15 @@ class EtcdStore final : public Store {
   std::string describe() const override { return shown_; }
 
   Capabilities capabilities() override {
-    return {.versions = true, .conditional_writes = true, .native_lease = true,
-            .server_clock = true};
+    return {
+        .versions = true, .conditional_writes = true, .native_lease = true, .server_clock = true};
   }
 
   Result<Document> get(const Key& key) override {
     const std::string what = "etcd get " + key.str() + " at " + shown_;
     if (key.empty()) return fail(Errc::invalid, what + ": the root is not a document");
-    auto reply = call(what, "/v3/kv/range", {{"key", etcd::base64_encode(doc_key(key))}},
-                      kMaxDocumentReply);
+    auto reply =
+        call(what, "/v3/kv/range", {{"key", etcd::base64_encode(doc_key(key))}}, kMaxDocumentReply);
     if (!reply) return std::unexpected(reply.error());
     auto kv = first_kv(reply->body, what);
     if (!kv) return std::unexpected(kv.error());
@@ -254,8 +267,8 @@ class EtcdStore final : public Store {
   }
 
   Result<std::vector<Key>> list(const Key& prefix) override {
-    const std::string what = "etcd list " + (prefix.empty() ? std::string("/") : prefix.str()) +
-                             " at " + shown_;
+    const std::string what =
+        "etcd list " + (prefix.empty() ? std::string("/") : prefix.str()) + " at " + shown_;
     const std::string root = options_.prefix + "/";
     const std::string start = root + (prefix.empty() ? std::string() : prefix.str() + "/");
     const json body = {{"key", etcd::base64_encode(start)},
@@ -276,8 +289,9 @@ class EtcdStore final : public Store {
       }
       auto key = Key::from_listing(std::string_view(*raw).substr(root.size()));
       if (!key || key->empty()) {
-        return fail(Errc::malformed, what + ": etcd key \"" + printable(*raw) +
-                                         "\" cannot be a key (an empty or dot segment, or a NUL byte)");
+        return fail(Errc::malformed,
+                    what + ": etcd key \"" + printable(*raw) +
+                        "\" cannot be a key (an empty or dot segment, or a NUL byte)");
       }
       keys.push_back(std::move(*key));
     }
@@ -290,8 +304,8 @@ class EtcdStore final : public Store {
     if (auto bad = check_write(key, data, what); !bad) return std::unexpected(bad.error());
     const auto revision = etcd::parse_revision(version);
     if (!revision) {
-      return fail(Errc::conflict, what + ": \"" + printable(version) +
-                                      "\" is not a version of this store");
+      return fail(Errc::conflict,
+                  what + ": \"" + printable(version) + "\" is not a version of this store");
     }
     const std::string k = doc_key(key);
     auto reply = txn(what, compare_mod(k, *revision), put_op(k, data), range_op(k));
@@ -309,8 +323,8 @@ class EtcdStore final : public Store {
     if (key.empty()) return fail(Errc::invalid, what + ": the root is not a document");
     const auto revision = etcd::parse_revision(version);
     if (!revision) {
-      return fail(Errc::conflict, what + ": \"" + printable(version) +
-                                      "\" is not a version of this store");
+      return fail(Errc::conflict,
+                  what + ": \"" + printable(version) + "\" is not a version of this store");
     }
     const std::string k = doc_key(key);
     auto reply = txn(what, compare_mod(k, *revision), delete_op(k), range_op(k));
@@ -328,15 +342,15 @@ class EtcdStore final : public Store {
     if (key.empty()) return fail(Errc::invalid, what + ": the root cannot be locked");
     const auto seconds = std::max<std::int64_t>(
         1, static_cast<std::int64_t>(std::ceil(std::chrono::duration<double>(ttl).count())));
-    auto granted = call(what + " (lease grant)", "/v3/lease/grant", {{"TTL", seconds}},
-                        kMaxSmallReply);
+    auto granted =
+        call(what + " (lease grant)", "/v3/lease/grant", {{"TTL", seconds}}, kMaxSmallReply);
     if (!granted) return std::unexpected(granted.error());
     const auto lease = etcd::int64_field(granted->body, "ID");
     if (!lease || *lease <= 0) return fail(Errc::malformed, what + ": the grant has no lease ID");
     // etcd may grant more than asked (its minimum lease TTL).
     const auto ttl_granted = etcd::int64_field(granted->body, "TTL");
-    const Duration grant = std::chrono::seconds(ttl_granted && *ttl_granted > 0 ? *ttl_granted
-                                                                                : seconds);
+    const Duration grant =
+        std::chrono::seconds(ttl_granted && *ttl_granted > 0 ? *ttl_granted : seconds);
 
     const std::string k = lock_key(key);
     auto reply = txn(what, compare_create_absent(k), put_op(k, owner, *lease), range_op(k));
@@ -380,8 +394,8 @@ class EtcdStore final : public Store {
     if (*remaining <= 0) return fail(Errc::not_found, what + ": the lease has expired");
 
     // The lease lives; the lock key must still be the one we put with it.
-    auto reply = call(what, "/v3/kv/range", {{"key", etcd::base64_encode(lock_key(key))}},
-                      kMaxSmallReply);
+    auto reply =
+        call(what, "/v3/kv/range", {{"key", etcd::base64_encode(lock_key(key))}}, kMaxSmallReply);
     if (!reply) return std::unexpected(reply.error());
     auto kv = first_kv(reply->body, what);
     if (!kv) return std::unexpected(kv.error());
@@ -427,8 +441,8 @@ class EtcdStore final : public Store {
   };
   struct TxnReply {
     bool succeeded = false;
-    std::int64_t revision = 0;    // the store's revision after the txn
-    std::optional<json> kv;       // the failure branch's range: the key as it is
+    std::int64_t revision = 0;  // the store's revision after the txn
+    std::optional<json> kv;     // the failure branch's range: the key as it is
     bool maybe_applied = false;
   };
 
@@ -519,8 +533,7 @@ class EtcdStore final : public Store {
     std::lock_guard lock(auth_mu_);
     if (!token_.empty() || auth_disabled_) return token_;
     const std::string what = "etcd authenticate as " + printable(options_.user) + " at " + shown_;
-    const std::string body =
-        json{{"name", options_.user}, {"password", options_.password}}.dump();
+    const std::string body = json{{"name", options_.user}, {"password", options_.password}}.dump();
     const auto reply = http_->post("/v3/auth/authenticate", body, "", timeout, kMaxSmallReply);
     if (reply.transport_ok() && reply.status == 200) {
       const auto j = parse_reply(reply.body);
@@ -532,7 +545,8 @@ class EtcdStore final : public Store {
       return token_;
     }
     Failure f = classify(reply, what);
-    if (f.gateway && f.gateway->message.find("authentication is not enabled") != std::string::npos) {
+    if (f.gateway &&
+        f.gateway->message.find("authentication is not enabled") != std::string::npos) {
       auth_disabled_ = true;
       if (options_.logger) {
         options_.logger->warn("etcd has authentication disabled; the credentials are not used",
@@ -558,8 +572,10 @@ class EtcdStore final : public Store {
     bool maybe_applied = false;
     bool logged_in_again = false;
     for (int attempt = 1;; ++attempt) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      const auto timeout = std::clamp(left, std::chrono::milliseconds(200), options_.request_timeout);
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto timeout =
+          std::clamp(left, std::chrono::milliseconds(200), options_.request_timeout);
       Failure f;
       auto auth = authorization(timeout);
       if (auth) {
@@ -570,7 +586,8 @@ class EtcdStore final : public Store {
           auto g = stream_error(*j);
           if (!g) return Reply{std::move(*j), maybe_applied};
           f = Failure{.error = Error{etcd::map_grpc(*g), what + ": " + g->message},
-                      .retry = etcd::is_retryable(*g), .may_have_applied = etcd::is_retryable(*g),
+                      .retry = etcd::is_retryable(*g),
+                      .may_have_applied = etcd::is_retryable(*g),
                       .gateway = g};
         } else {
           f = classify(reply, what);
@@ -604,7 +621,7 @@ class EtcdStore final : public Store {
   std::string shown_;
   LockGrants grants_;  // each lock token's granted TTL (lock_granted)
   std::mutex auth_mu_;
-  std::string token_;          // from /v3/auth/authenticate; guarded by auth_mu_
+  std::string token_;           // from /v3/auth/authenticate; guarded by auth_mu_
   bool auth_disabled_ = false;  // guarded by auth_mu_
 };
 
@@ -631,8 +648,8 @@ Result<std::shared_ptr<Store>> make_etcd_store(EtcdStoreOptions options) {
   const std::string_view endpoint = options.endpoint;
   const bool https = endpoint.starts_with("https://");
   if (!https && !endpoint.starts_with("http://")) {
-    return fail(Errc::invalid, "etcd endpoint " + redact_url(endpoint) +
-                                   ": must start with http:// or https://");
+    return fail(Errc::invalid,
+                "etcd endpoint " + redact_url(endpoint) + ": must start with http:// or https://");
   }
   const auto authority = endpoint.substr(https ? 8 : 7);
   if (authority.empty() || authority.find_first_of("/?#@") != std::string_view::npos ||
@@ -650,12 +667,14 @@ Result<std::shared_ptr<Store>> make_etcd_store(EtcdStoreOptions options) {
     return fail(Errc::invalid, "etcd: both a token and a password were given; give one");
   }
   if (!options.user.empty() && options.password.empty() && options.token.empty()) {
-    return fail(Errc::invalid, "etcd: a user was given but no password (give --password-file or "
-                               "INSTANCE_GUARD_PASSWORD)");
+    return fail(Errc::invalid,
+                "etcd: a user was given but no password (give --password-file or "
+                "INSTANCE_GUARD_PASSWORD)");
   }
   if (!options.password.empty() && options.user.empty()) {
-    return fail(Errc::invalid, "etcd: a password was given but no user (give --user or "
-                               "INSTANCE_GUARD_USER)");
+    return fail(Errc::invalid,
+                "etcd: a password was given but no user (give --user or "
+                "INSTANCE_GUARD_USER)");
   }
   if (!options.ca_file.empty() && !std::ifstream(options.ca_file)) {
     return fail(Errc::invalid, "cannot read the CA file " + options.ca_file.string());
@@ -664,7 +683,8 @@ Result<std::shared_ptr<Store>> make_etcd_store(EtcdStoreOptions options) {
     options.logger->warn("TLS verification is off for the etcd store (--insecure)",
                          {{"store", std::string(endpoint)}});
   }
-  auto http = etcd::HttpClient::create({.endpoint = options.endpoint, .ca_file = options.ca_file,
+  auto http = etcd::HttpClient::create({.endpoint = options.endpoint,
+                                        .ca_file = options.ca_file,
                                         .insecure = options.insecure,
                                         .connect_timeout = options.connect_timeout});
   if (!http) return std::unexpected(http.error());

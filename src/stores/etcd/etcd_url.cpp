@@ -18,21 +18,29 @@ constexpr std::string_view kPasswordAdvice =
 
 Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions& options) {
   const auto scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos) return invalid_store_url(url, "expected etcd:// or etcds://");
+  if (scheme_end == std::string_view::npos)
+    return invalid_store_url(url, "expected etcd:// or etcds://");
   std::string scheme(url.substr(0, scheme_end));
   std::ranges::transform(scheme, scheme.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (scheme != "etcd" && scheme != "etcds") return invalid_store_url(url, "expected etcd:// or etcds://");
+  if (scheme != "etcd" && scheme != "etcds")
+    return invalid_store_url(url, "expected etcd:// or etcds://");
   std::string_view rest = url.substr(scheme_end + 3);
 
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     const auto delimiter = rest.find_first_of("/?#");
     if (delimiter != std::string_view::npos && delimiter < at) {
-      return invalid_store_url(url, "an '@' after the host is not allowed (a password does not belong in "
-                          "the URL: " + std::string(kPasswordAdvice) + ")");
+      return invalid_store_url(
+          url,
+          "an '@' after the host is not allowed (a password does not belong in "
+          "the URL: " +
+              std::string(kPasswordAdvice) + ")");
     }
     if (rest.substr(0, at).find(':') != std::string_view::npos) {
-      return invalid_store_url(url, "a password in the URL is refused (it would show in ps, shell history "
-                          "and logs); " + std::string(kPasswordAdvice));
+      return invalid_store_url(
+          url,
+          "a password in the URL is refused (it would show in ps, shell history "
+          "and logs); " +
+              std::string(kPasswordAdvice));
     }
   }
   if (std::ranges::any_of(rest, [](unsigned char c) { return c <= 0x20 || c >= 0x7F; })) {
@@ -103,19 +111,21 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
     out.user.clear();
   } else if (password) {
     if (out.user.empty()) {
-      return invalid_store_url(url, "a password was given but no user: give --user or INSTANCE_GUARD_USER");
+      return invalid_store_url(
+          url, "a password was given but no user: give --user or INSTANCE_GUARD_USER");
     }
     out.password = std::move(*password);
   } else if (!out.user.empty()) {
-    return invalid_store_url(url, "a user was given but no password: " + std::string(kPasswordAdvice));
+    return invalid_store_url(url,
+                             "a user was given but no password: " + std::string(kPasswordAdvice));
   }
 
   out.ca_file = options.ca_file;
   out.insecure = options.insecure;
   out.logger = options.logger;
   const auto third = std::chrono::duration_cast<std::chrono::milliseconds>(options.ttl / 3);
-  out.retry_deadline = std::clamp(third, std::chrono::milliseconds(1000),
-                                  std::chrono::milliseconds(10000));
+  out.retry_deadline =
+      std::clamp(third, std::chrono::milliseconds(1000), std::chrono::milliseconds(10000));
   return out;
 }
 

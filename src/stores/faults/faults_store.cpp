@@ -11,16 +11,26 @@ namespace instance {
 
 std::string_view to_string(StoreOp op) noexcept {
   switch (op) {
-    case StoreOp::get: return "get";
-    case StoreOp::create: return "create";
-    case StoreOp::replace: return "replace";
-    case StoreOp::remove: return "remove";
-    case StoreOp::list: return "list";
-    case StoreOp::replace_if: return "replace_if";
-    case StoreOp::remove_if: return "remove_if";
-    case StoreOp::lock: return "lock";
-    case StoreOp::refresh_lock: return "refresh_lock";
-    case StoreOp::unlock: return "unlock";
+    case StoreOp::get:
+      return "get";
+    case StoreOp::create:
+      return "create";
+    case StoreOp::replace:
+      return "replace";
+    case StoreOp::remove:
+      return "remove";
+    case StoreOp::list:
+      return "list";
+    case StoreOp::replace_if:
+      return "replace_if";
+    case StoreOp::remove_if:
+      return "remove_if";
+    case StoreOp::lock:
+      return "lock";
+    case StoreOp::refresh_lock:
+      return "refresh_lock";
+    case StoreOp::unlock:
+      return "unlock";
   }
   return "unknown";
 }
@@ -29,12 +39,18 @@ bool is_write(StoreOp op) noexcept { return op != StoreOp::get && op != StoreOp:
 
 std::string_view to_string(FaultKind kind) noexcept {
   switch (kind) {
-    case FaultKind::fail: return "fail";
-    case FaultKind::timeout: return "timeout";
-    case FaultKind::delay: return "delay";
-    case FaultKind::lost_reply: return "lost_reply";
-    case FaultKind::stale_read: return "stale_read";
-    case FaultKind::corrupt: return "corrupt";
+    case FaultKind::fail:
+      return "fail";
+    case FaultKind::timeout:
+      return "timeout";
+    case FaultKind::delay:
+      return "delay";
+    case FaultKind::lost_reply:
+      return "lost_reply";
+    case FaultKind::stale_read:
+      return "stale_read";
+    case FaultKind::corrupt:
+      return "corrupt";
   }
   return "unknown";
 }
@@ -64,8 +80,8 @@ struct Membership {
 constexpr std::size_t kMaxMembershipLog = 4096;
 
 std::string what(StoreOp op, const Key& key, const Store& store, std::string_view detail) {
-  return std::string(to_string(op)) + " " + key.str() + " on " + store.describe() +
-         ": injected " + std::string(detail);
+  return std::string(to_string(op)) + " " + key.str() + " on " + store.describe() + ": injected " +
+         std::string(detail);
 }
 
 std::string corrupt(std::string data, Corruption how, std::uint64_t random) {
@@ -80,7 +96,6 @@ std::string corrupt(std::string data, Corruption how, std::uint64_t random) {
   }
   return data;
 }
-
 
 }  // namespace
 
@@ -209,11 +224,12 @@ struct FaultStore::State {
   void learn(Store& target, const Key& key) {
     if (known(key)) return;
     auto doc = target.get(key);
-    if (doc) observe(key, *doc);
-    else if (doc.error().code == Errc::not_found) observe(key, std::nullopt);
+    if (doc)
+      observe(key, *doc);
+    else if (doc.error().code == Errc::not_found)
+      observe(key, std::nullopt);
   }
 };
-
 
 FaultStore::FaultStore(std::shared_ptr<Store> target, FaultOptions options)
     : StoreWrapper(std::move(target)), state_(std::make_shared<State>(std::move(options))) {}
@@ -227,23 +243,25 @@ Result<RuleId> FaultStore::add(FaultRule rule) {
     });
   };
   auto bad = [&](std::string_view why) {
-    return fail(Errc::invalid, "fault rule (" + std::string(to_string(kind)) + "): " +
-                                   std::string(why));
+    return fail(Errc::invalid,
+                "fault rule (" + std::string(to_string(kind)) + "): " + std::string(why));
   };
   if (kind == FaultKind::stale_read && !only({StoreOp::get, StoreOp::list})) {
     return bad("stale reads apply to get and list only");
   }
-  if (kind == FaultKind::corrupt && !only({StoreOp::get})) return bad("corruption applies to get only");
+  if (kind == FaultKind::corrupt && !only({StoreOp::get}))
+    return bad("corruption applies to get only");
   if (kind == FaultKind::lost_reply) {
-    if (rule.ops.empty() || std::any_of(rule.ops.begin(), rule.ops.end(),
-                                        [](StoreOp op) { return !is_write(op); })) {
+    if (rule.ops.empty() ||
+        std::any_of(rule.ops.begin(), rule.ops.end(), [](StoreOp op) { return !is_write(op); })) {
       return bad("lost replies apply to writes and lock operations only");
     }
     if (rule.fault.code != Errc::unavailable && rule.fault.code != Errc::timeout) {
       return bad("a lost reply answers unavailable or timeout");
     }
   }
-  if (!(rule.probability >= 0.0 && rule.probability <= 1.0)) return bad("probability outside [0, 1]");
+  if (!(rule.probability >= 0.0 && rule.probability <= 1.0))
+    return bad("probability outside [0, 1]");
   if (rule.first == 0) return bad("calls are counted from 1");
   if (rule.fault.delay < Duration::zero()) return bad("negative delay");
   std::lock_guard lock(state_->mu);
@@ -290,15 +308,18 @@ Result<Document> FaultStore::get(const Key& key) {
   const auto d = s.decide(StoreOp::get, key);
   auto read = [&]() -> Result<Document> {
     auto doc = target().get(key);
-    if (doc) s.observe(key, *doc);
-    else if (doc.error().code == Errc::not_found) s.observe(key, std::nullopt);
+    if (doc)
+      s.observe(key, *doc);
+    else if (doc.error().code == Errc::not_found)
+      s.observe(key, std::nullopt);
     return doc;
   };
   if (d && d->fault.kind == FaultKind::stale_read) {
     auto now = read();
     auto before = s.previous(key);
     if (!before) return now;  // nothing earlier known
-    if (!*before) return fail(Errc::not_found, what(StoreOp::get, key, *this, "stale read: not found"));
+    if (!*before)
+      return fail(Errc::not_found, what(StoreOp::get, key, *this, "stale read: not found"));
     return **before;
   }
   if (d && d->fault.kind == FaultKind::corrupt) {
@@ -327,7 +348,6 @@ Result<std::vector<Key>> FaultStore::list(const Key& prefix) {
   }
   return s.intercept<std::vector<Key>>(*this, StoreOp::list, prefix, d, forward);
 }
-
 
 Result<std::string> FaultStore::create(const Key& key, std::string_view data) {
   const auto d = state_->decide(StoreOp::create, key);
@@ -383,19 +403,19 @@ Result<void> FaultStore::remove_if(const Key& key, std::string_view version) {
 Result<std::string> FaultStore::lock(const Key& key, Duration ttl, std::string_view owner) {
   const auto d = state_->decide(StoreOp::lock, key);
   return state_->intercept<std::string>(*this, StoreOp::lock, key, d,
-                                [&] { return target().lock(key, ttl, owner); });
+                                        [&] { return target().lock(key, ttl, owner); });
 }
 
 Result<void> FaultStore::refresh_lock(const Key& key, std::string_view token, Duration ttl) {
   const auto d = state_->decide(StoreOp::refresh_lock, key);
   return state_->intercept<void>(*this, StoreOp::refresh_lock, key, d,
-                         [&] { return target().refresh_lock(key, token, ttl); });
+                                 [&] { return target().refresh_lock(key, token, ttl); });
 }
 
 Result<void> FaultStore::unlock(const Key& key, std::string_view token) {
   const auto d = state_->decide(StoreOp::unlock, key);
   return state_->intercept<void>(*this, StoreOp::unlock, key, d,
-                         [&] { return target().unlock(key, token); });
+                                 [&] { return target().unlock(key, token); });
 }
 
 std::shared_ptr<FaultStore> make_fault_store(std::shared_ptr<Store> target, FaultOptions options) {

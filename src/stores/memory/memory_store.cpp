@@ -15,7 +15,9 @@ class MemoryStore final : public Store {
   std::string describe() const override { return "memory:"; }
 
   Capabilities capabilities() override {
-    return {.versions = true, .conditional_writes = true, .native_lease = clock_ != nullptr,
+    return {.versions = true,
+            .conditional_writes = true,
+            .native_lease = clock_ != nullptr,
             .server_clock = clock_ != nullptr};
   }
 

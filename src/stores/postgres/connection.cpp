@@ -156,8 +156,8 @@ Outcome Connection::collect(SteadyTime deadline) {
     while (PQisBusy(conn_) != 0) {
       if (!wait_fd(PQsocket(conn_), POLLIN, deadline)) {
         drop();
-        return Outcome{.kind = Outcome::timeout, .message = "no answer within the timeout",
-                       .sent = true};
+        return Outcome{
+            .kind = Outcome::timeout, .message = "no answer within the timeout", .sent = true};
       }
       if (PQconsumeInput(conn_) == 0) return broken(one_line(PQerrorMessage(conn_)), true);
     }
@@ -175,8 +175,9 @@ Outcome Connection::collect(SteadyTime deadline) {
             if (PQgetisnull(result.get(), r, c) != 0) {
               row.emplace_back();
             } else {
-              row.emplace_back(std::string(PQgetvalue(result.get(), r, c),
-                                           static_cast<std::size_t>(PQgetlength(result.get(), r, c))));
+              row.emplace_back(
+                  std::string(PQgetvalue(result.get(), r, c),
+                              static_cast<std::size_t>(PQgetlength(result.get(), r, c))));
             }
           }
           out.rows.push_back(std::move(row));

@@ -46,12 +46,16 @@ Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const Open
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     const auto delimiter = rest.find_first_of("/?#");
     if (delimiter != std::string_view::npos && delimiter < at) {
-      return invalid(url, "an '@' after the host must be escaped as %40 (a password does not "
-                          "belong in the URL: " + std::string(kPasswordAdvice) + ")");
+      return invalid(url,
+                     "an '@' after the host must be escaped as %40 (a password does not "
+                     "belong in the URL: " +
+                         std::string(kPasswordAdvice) + ")");
     }
     if (rest.substr(0, at).find(':') != std::string_view::npos) {
-      return invalid(url, "a password in the URL is refused (it would show in ps, shell history "
-                          "and logs); " + std::string(kPasswordAdvice));
+      return invalid(url,
+                     "a password in the URL is refused (it would show in ps, shell history "
+                     "and logs); " +
+                         std::string(kPasswordAdvice));
     }
   }
   for (unsigned char c : rest) {
@@ -74,11 +78,14 @@ Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const Open
       if (pair.empty()) continue;
       const auto eq = pair.find('=');
       auto name = percent_decode(pair.substr(0, eq));
-      auto value = percent_decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1));
+      auto value =
+          percent_decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1));
       if (!name || !value) return invalid(url, "bad percent escape in the query");
       if (*name == "password" || *name == "sslpassword") {
-        return invalid(url, "a password in the URL is refused (it would show in ps, shell "
-                            "history and logs); " + std::string(kPasswordAdvice));
+        return invalid(url,
+                       "a password in the URL is refused (it would show in ps, shell "
+                       "history and logs); " +
+                           std::string(kPasswordAdvice));
       }
       if (*name == "table") {
         out.table = *value;
@@ -92,7 +99,8 @@ Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const Open
   if (auto ok = postgres::check_table_name(out.table); !ok) return invalid(url, ok.error().message);
 
   char* error = nullptr;
-  std::unique_ptr<PQconninfoOption, ConninfoDeleter> parsed(PQconninfoParse(libpq_url.c_str(), &error));
+  std::unique_ptr<PQconninfoOption, ConninfoDeleter> parsed(
+      PQconninfoParse(libpq_url.c_str(), &error));
   if (!parsed) {
     std::string why = error != nullptr ? error : "libpq cannot parse it";
     PQfreemem(error);
@@ -111,8 +119,9 @@ Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const Open
   // Credentials: the user from options, environment or URL; the password
   // from a file or INSTANCE_GUARD_PASSWORD (else libpq's own conventions).
   if (!options.token_file.empty()) {
-    return invalid(url, "PostgreSQL takes a password, not a token: give --password-file or "
-                        "INSTANCE_GUARD_PASSWORD");
+    return invalid(url,
+                   "PostgreSQL takes a password, not a token: give --password-file or "
+                   "INSTANCE_GUARD_PASSWORD");
   }
   std::string user = options.user;
   if (user.empty()) user = credential_env(options, kUserEnv).value_or("");
@@ -133,7 +142,8 @@ Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const Open
   } else if (options.insecure && !sslmode_given) {
     out.params.emplace_back("sslmode", "require");  // encrypted, certificate not checked
   }
-  if (std::ranges::none_of(out.params, [](const auto& p) { return p.first == "application_name"; })) {
+  if (std::ranges::none_of(out.params,
+                           [](const auto& p) { return p.first == "application_name"; })) {
     out.params.emplace_back("application_name", "instance-guard");
   }
 
@@ -141,8 +151,8 @@ Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const Open
   out.logger = options.logger;
   out.max_clock_skew = options.ttl / 10;
   const auto third = std::chrono::duration_cast<std::chrono::milliseconds>(options.ttl / 3);
-  out.retry_deadline = std::clamp(third, std::chrono::milliseconds(1000),
-                                  std::chrono::milliseconds(10000));
+  out.retry_deadline =
+      std::clamp(third, std::chrono::milliseconds(1000), std::chrono::milliseconds(10000));
   out.request_timeout = std::min(out.request_timeout, out.retry_deadline);
   out.connect_timeout = std::min(out.connect_timeout, out.retry_deadline);
   return out;

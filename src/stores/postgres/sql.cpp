@@ -10,8 +10,9 @@ Result<void> check_table_name(std::string_view table) {
     ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
   }
   if (!ok) {
-    return fail(Errc::invalid, "PostgreSQL table name must be 1 to 48 of [a-z0-9_], not starting "
-                               "with a digit");
+    return fail(Errc::invalid,
+                "PostgreSQL table name must be 1 to 48 of [a-z0-9_], not starting "
+                "with a digit");
   }
   return {};
 }
@@ -39,7 +40,8 @@ std::string endpoint_of(const std::vector<std::pair<std::string, std::string>>& 
     if (!port.empty()) out += ":" + port;
   }
   out += "/" + dbname;
-  if (table != kDefaultPostgresTable) query += (query.empty() ? "" : "&") + ("table=" + std::string(table));
+  if (table != kDefaultPostgresTable)
+    query += (query.empty() ? "" : "&") + ("table=" + std::string(table));
   if (!query.empty()) out += "?" + query;
   return printable(out);
 }
@@ -55,10 +57,18 @@ Statements::Statements(const std::string& t) {
   exists = "SELECT to_regclass($1)::text, to_regclass($2)::text, to_regclass($3)::text";
   create_schema =
       "BEGIN;"
-      "SELECT pg_advisory_xact_lock(hashtext('instance-guard:" + t + "'));"
-      "CREATE SEQUENCE IF NOT EXISTS " + version_seq_ident + ";"
-      "CREATE SEQUENCE IF NOT EXISTS " + epoch_seq_ident + ";"
-      "CREATE TABLE IF NOT EXISTS " + T + " ("
+      "SELECT pg_advisory_xact_lock(hashtext('instance-guard:" +
+      t +
+      "'));"
+      "CREATE SEQUENCE IF NOT EXISTS " +
+      version_seq_ident +
+      ";"
+      "CREATE SEQUENCE IF NOT EXISTS " +
+      epoch_seq_ident +
+      ";"
+      "CREATE TABLE IF NOT EXISTS " +
+      T +
+      " ("
       " kind text NOT NULL CHECK (kind IN ('d', 'l')),"  // d: document, l: lease
       " key text COLLATE \"C\" NOT NULL,"
       " data bytea,"
@@ -75,10 +85,12 @@ Statements::Statements(const std::string& t) {
   get = "SELECT data, version::text FROM " + T + " WHERE kind = 'd' AND key = $1";
   // A retry of our own create (same nonce) finds its row and succeeds.
   create = "INSERT INTO " + T + " AS cur (kind, key, data, version, writer) VALUES ('d', $1, $2, " +
-           next_version + ", $3) ON CONFLICT (kind, key) DO UPDATE SET writer = cur.writer "
+           next_version +
+           ", $3) ON CONFLICT (kind, key) DO UPDATE SET writer = cur.writer "
            "WHERE cur.writer = EXCLUDED.writer RETURNING cur.version::text";
-  replace = "INSERT INTO " + T + " AS cur (kind, key, data, version, writer) VALUES ('d', $1, $2, " +
-            next_version + ", $3) ON CONFLICT (kind, key) DO UPDATE SET data = EXCLUDED.data, "
+  replace = "INSERT INTO " + T +
+            " AS cur (kind, key, data, version, writer) VALUES ('d', $1, $2, " + next_version +
+            ", $3) ON CONFLICT (kind, key) DO UPDATE SET data = EXCLUDED.data, "
             "version = EXCLUDED.version, writer = EXCLUDED.writer RETURNING cur.version::text";
   remove = "DELETE FROM " + T + " WHERE kind = 'd' AND key = $1 RETURNING 1";
   list_all = "SELECT key FROM " + T + " WHERE kind = 'd'";
@@ -87,19 +99,26 @@ Statements::Statements(const std::string& t) {
   replace_if = "WITH changed AS (UPDATE " + T + " SET data = $2, version = " + next_version +
                ", writer = $4 WHERE kind = 'd' AND key = $1 AND (version = $3::bigint OR "
                "writer = $4) RETURNING version) SELECT (SELECT version::text FROM changed), "
-               "EXISTS (SELECT 1 FROM " + T + " WHERE kind = 'd' AND key = $1)::text";
-  remove_if = "WITH gone AS (DELETE FROM " + T + " WHERE kind = 'd' AND key = $1 AND version = "
+               "EXISTS (SELECT 1 FROM " +
+               T + " WHERE kind = 'd' AND key = $1)::text";
+  remove_if = "WITH gone AS (DELETE FROM " + T +
+              " WHERE kind = 'd' AND key = $1 AND version = "
               "$2::bigint RETURNING 1) SELECT (SELECT count(*) FROM gone)::text, "
-              "EXISTS (SELECT 1 FROM " + T + " WHERE kind = 'd' AND key = $1)::text";
+              "EXISTS (SELECT 1 FROM " +
+              T + " WHERE kind = 'd' AND key = $1)::text";
   // Taken in one statement, judged on the server's clock; a retry of our own
   // lock (same nonce) keeps its epoch.
-  lock = "INSERT INTO " + T + " AS cur (kind, key, token, owner, expires_at, epoch) VALUES ('l', "
-         "$1, $2, $3, now() + $4::bigint * interval '1 millisecond', " + next_epoch + ") "
+  lock = "INSERT INTO " + T +
+         " AS cur (kind, key, token, owner, expires_at, epoch) VALUES ('l', "
+         "$1, $2, $3, now() + $4::bigint * interval '1 millisecond', " +
+         next_epoch +
+         ") "
          "ON CONFLICT (kind, key) DO UPDATE SET token = EXCLUDED.token, owner = EXCLUDED.owner, "
          "expires_at = EXCLUDED.expires_at, epoch = CASE WHEN cur.token = EXCLUDED.token THEN "
          "cur.epoch ELSE EXCLUDED.epoch END WHERE cur.expires_at <= now() OR cur.token = "
          "EXCLUDED.token RETURNING cur.epoch::text";
-  refresh = "UPDATE " + T + " SET expires_at = now() + $3::bigint * interval '1 millisecond' "
+  refresh = "UPDATE " + T +
+            " SET expires_at = now() + $3::bigint * interval '1 millisecond' "
             "WHERE kind = 'l' AND key = $1 AND token = $2 AND expires_at > now() RETURNING 1";
   unlock = "DELETE FROM " + T + " WHERE kind = 'l' AND key = $1 AND token = $2 RETURNING 1";
 }

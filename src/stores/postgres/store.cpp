@@ -78,8 +78,8 @@ class PostgresStore final : public Store {
   std::string describe() const override { return options_.endpoint; }
 
   Capabilities capabilities() override {
-    return {.versions = true, .conditional_writes = true, .native_lease = true,
-            .server_clock = true};
+    return {
+        .versions = true, .conditional_writes = true, .native_lease = true, .server_clock = true};
   }
 
   Result<Document> get(const Key& key) override {
@@ -91,8 +91,9 @@ class PostgresStore final : public Store {
     const Row& row = reply->rows.front();
     if (row.size() != 2 || !row[0] || !row[1]) return malformed("get", key, "a row without data");
     if (row[0]->size() > kMaxDocumentSize) {
-      return malformed("get", key, "document of " + std::to_string(row[0]->size()) +
-                                       " bytes exceeds the 1 MiB cap");
+      return malformed(
+          "get", key,
+          "document of " + std::to_string(row[0]->size()) + " bytes exceeds the 1 MiB cap");
     }
     return Document{std::move(*row[0]), std::move(*row[1])};
   }
@@ -149,8 +150,10 @@ class PostgresStore final : public Store {
       if (row.empty() || !row[0]) return malformed("list", prefix, "a row without a key");
       auto key = Key::from_listing(*row[0]);
       if (!key || key->str() != *row[0]) {
-        return malformed("list", prefix, "the table holds a key with an empty or dot segment or "
-                                         "a NUL byte: " + printable(*row[0]));
+        return malformed("list", prefix,
+                         "the table holds a key with an empty or dot segment or "
+                         "a NUL byte: " +
+                             printable(*row[0]));
       }
       keys.push_back(std::move(*key));
     }
@@ -213,8 +216,9 @@ class PostgresStore final : public Store {
     auto reply = exec("lock", key, sql_.lock.c_str(), params);
     if (!reply) return std::unexpected(reply.error());
     if (reply->rows.empty()) {
-      return fail(Errc::locked, what("lock", key) + ": held by another (judged on the server's "
-                                                    "clock)");
+      return fail(Errc::locked, what("lock", key) +
+                                    ": held by another (judged on the server's "
+                                    "clock)");
     }
     const Row& row = reply->rows.front();
     if (row.empty() || !row[0] || !parse_number(*row[0])) {
@@ -273,8 +277,8 @@ class PostgresStore final : public Store {
     for (int attempt = 1;; ++attempt) {
       Outcome out = ready();
       if (out.kind == Outcome::ok) {
-        out = conn_.run(statement, params, std::chrono::steady_clock::now() +
-                                               options_.request_timeout);
+        out = conn_.run(statement, params,
+                        std::chrono::steady_clock::now() + options_.request_timeout);
       }
       if (out.kind == Outcome::ok) {
         reply.rows = std::move(out.rows);
@@ -292,9 +296,10 @@ class PostgresStore final : public Store {
         return std::unexpected(error_for(op, key, out, attempt));
       }
       if (auto* log = options_.logger.get()) {
-        log->debug("PostgreSQL statement failed; retrying",
-                   {{"op", std::string(op)}, {"store", options_.endpoint},
-                    {"error", scrub(out.message)}, {"attempt", std::to_string(attempt)}});
+        log->debug("PostgreSQL statement failed; retrying", {{"op", std::string(op)},
+                                                             {"store", options_.endpoint},
+                                                             {"error", scrub(out.message)},
+                                                             {"attempt", std::to_string(attempt)}});
       }
       thread_local std::mt19937_64 rng{std::random_device{}()};
       std::uniform_int_distribution<long long> jitter(0, backoff.count());
@@ -332,17 +337,16 @@ class PostgresStore final : public Store {
     const Param names[] = {{sql_.table_ident}, {sql_.version_seq_ident}, {sql_.epoch_seq_ident}};
     Outcome out = conn_.run(sql_.exists.c_str(), names, deadline);
     if (out.kind != Outcome::ok) return out;
-    if (out.rows.size() == 1 && std::ranges::all_of(out.rows.front(), [](const auto& c) {
-          return c.has_value();
-        })) {
+    if (out.rows.size() == 1 &&
+        std::ranges::all_of(out.rows.front(), [](const auto& c) { return c.has_value(); })) {
       return out;
     }
     out = conn_.run_simple(sql_.create_schema.c_str(), deadline);
     if (out.kind == Outcome::sql_error) conn_.drop();  // maybe inside a failed transaction
     if (out.kind == Outcome::ok) {
       if (auto* log = options_.logger.get()) {
-        log->info("created the PostgreSQL table", {{"store", options_.endpoint},
-                                                   {"table", options_.table}});
+        log->info("created the PostgreSQL table",
+                  {{"store", options_.endpoint}, {"table", options_.table}});
       }
     }
     return out;
@@ -367,11 +371,13 @@ class PostgresStore final : public Store {
     if (skew > options_.max_clock_skew && !skew_warned_) {
       skew_warned_ = true;
       if (auto* log = options_.logger.get()) {
-        log->warn("the PostgreSQL server's clock differs from ours; leases are judged on the "
-                  "server's clock, but records' expiry on each guard's own",
-                  {{"store", options_.endpoint},
-                   {"skew_ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                  skew).count())}});
+        log->warn(
+            "the PostgreSQL server's clock differs from ours; leases are judged on the "
+            "server's clock, but records' expiry on each guard's own",
+            {{"store", options_.endpoint},
+             {"skew_ms",
+              std::to_string(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(skew).count())}});
       }
     }
   }
@@ -445,11 +451,13 @@ Result<std::shared_ptr<Store>> make_postgres_store(PostgresStoreOptions options)
   if (auto ok = postgres::check_table_name(options.table); !ok) return std::unexpected(ok.error());
   for (const auto& [keyword, value] : options.params) {
     if (keyword == "password" || keyword == "sslpassword") {
-      return fail(Errc::invalid, "PostgreSQL store options: give the password in "
-                                 "PostgresStoreOptions::password, not among the parameters");
+      return fail(Errc::invalid,
+                  "PostgreSQL store options: give the password in "
+                  "PostgresStoreOptions::password, not among the parameters");
     }
   }
-  if (options.endpoint.empty()) options.endpoint = postgres::endpoint_of(options.params, options.table);
+  if (options.endpoint.empty())
+    options.endpoint = postgres::endpoint_of(options.params, options.table);
   return std::make_shared<PostgresStore>(std::move(options));
 }
 

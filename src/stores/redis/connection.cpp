@@ -30,13 +30,20 @@ void ReplyDeleter::operator()(redisReply* reply) const noexcept { freeReplyObjec
 
 ReplyType type_of(const redisReply& reply) noexcept {
   switch (reply.type) {
-    case REDIS_REPLY_STRING: return ReplyType::string;
-    case REDIS_REPLY_ARRAY: return ReplyType::array;
-    case REDIS_REPLY_INTEGER: return ReplyType::integer;
-    case REDIS_REPLY_NIL: return ReplyType::nil;
-    case REDIS_REPLY_STATUS: return ReplyType::status;
-    case REDIS_REPLY_ERROR: return ReplyType::error;
-    default: return ReplyType::other;
+    case REDIS_REPLY_STRING:
+      return ReplyType::string;
+    case REDIS_REPLY_ARRAY:
+      return ReplyType::array;
+    case REDIS_REPLY_INTEGER:
+      return ReplyType::integer;
+    case REDIS_REPLY_NIL:
+      return ReplyType::nil;
+    case REDIS_REPLY_STATUS:
+      return ReplyType::status;
+    case REDIS_REPLY_ERROR:
+      return ReplyType::error;
+    default:
+      return ReplyType::other;
   }
 }
 
@@ -91,7 +98,8 @@ ReplyPtr Connection::command(const std::vector<std::string_view>& args, Transpor
     argv.push_back(a.data());
     lengths.push_back(a.size());
   }
-  void* raw = redisCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data());
+  void* raw =
+      redisCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data());
   if (raw == nullptr) {
     error = {context_->err != 0 ? std::string(context_->errstr) : "no reply",
              looks_like_timeout(*context_), true};

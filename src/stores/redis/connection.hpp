@@ -23,7 +23,7 @@ enum class ReplyType { string, array, integer, nil, status, error, other };
 ReplyType type_of(const redisReply& reply) noexcept;
 std::string_view text_of(const redisReply& reply) noexcept;  // string, status, error
 long long integer_of(const redisReply& reply) noexcept;
-std::size_t size_of(const redisReply& reply) noexcept;         // array elements
+std::size_t size_of(const redisReply& reply) noexcept;  // array elements
 const redisReply& element(const redisReply& reply, std::size_t i) noexcept;
 
 // A transport failure: no reply at all (kept apart from "the server said").

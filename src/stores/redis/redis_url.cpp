@@ -41,8 +41,9 @@ Result<std::pair<std::string, int>> parse_authority(std::string_view url,
   if (host.empty()) return invalid_store_url(url, "no host");
   for (unsigned char c : host) {
     if (!(std::isalnum(c) || c == '.' || c == '-' || c == '_' || c == ':')) {
-      return invalid_store_url(url, "the host may hold only letters, digits, '.', '-', '_' (or an IPv6 "
-                          "address in brackets)");
+      return invalid_store_url(url,
+                               "the host may hold only letters, digits, '.', '-', '_' (or an IPv6 "
+                               "address in brackets)");
     }
   }
   int port = 6379;
@@ -62,8 +63,10 @@ Result<std::pair<std::string, int>> parse_authority(std::string_view url,
 Result<void> credentials(std::string_view url, std::string url_user, const OpenOptions& options,
                          RedisStoreOptions& out) {
   if (!options.token_file.empty() || credential_env(options, kTokenEnv)) {
-    return invalid_store_url(url, "Redis takes a password, not a token: unset INSTANCE_GUARD_TOKEN / "
-                        "--token-file and " + std::string(kPasswordAdvice));
+    return invalid_store_url(url,
+                             "Redis takes a password, not a token: unset INSTANCE_GUARD_TOKEN / "
+                             "--token-file and " +
+                                 std::string(kPasswordAdvice));
   }
   if (!options.password_file.empty()) {
     auto p = read_secret_file(options.password_file, "password");
@@ -76,17 +79,20 @@ Result<void> credentials(std::string_view url, std::string url_user, const OpenO
   if (out.user.empty()) out.user = credential_env(options, kUserEnv).value_or("");
   if (out.user.empty()) out.user = std::move(url_user);
   if (!out.user.empty() && out.password.empty()) {
-    return invalid_store_url(url, "a user was given but no password: " + std::string(kPasswordAdvice));
+    return invalid_store_url(url,
+                             "a user was given but no password: " + std::string(kPasswordAdvice));
   }
   for (unsigned char c : out.user) {
-    if (c <= 0x20 || c >= 0x7F) return invalid_store_url(url, "the user name holds spaces or control bytes");
+    if (c <= 0x20 || c >= 0x7F)
+      return invalid_store_url(url, "the user name holds spaces or control bytes");
   }
   return {};
 }
 
 bool equals_ignoring_case(std::string_view a, std::string_view b) {
   return std::ranges::equal(a, b, [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
   });
 }
 
@@ -94,13 +100,16 @@ bool equals_ignoring_case(std::string_view a, std::string_view b) {
 
 Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOptions& options) {
   const auto scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos) return invalid_store_url(url, "expected redis://host[:port]");
+  if (scheme_end == std::string_view::npos)
+    return invalid_store_url(url, "expected redis://host[:port]");
   const auto scheme = url.substr(0, scheme_end);
   if (equals_ignoring_case(scheme, "rediss")) {
-    return invalid_store_url(url, "TLS (rediss://) is not supported by this build's hiredis; reach the "
-                        "server over a trusted network or a TLS tunnel, with redis://");
+    return invalid_store_url(url,
+                             "TLS (rediss://) is not supported by this build's hiredis; reach the "
+                             "server over a trusted network or a TLS tunnel, with redis://");
   }
-  if (!equals_ignoring_case(scheme, "redis")) return invalid_store_url(url, "expected redis://host[:port]");
+  if (!equals_ignoring_case(scheme, "redis"))
+    return invalid_store_url(url, "expected redis://host[:port]");
   std::string_view rest = url.substr(scheme_end + 3);
 
   // User info: refuse a password before anything else can echo it. An '@'
@@ -108,18 +117,24 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     const auto delimiter = rest.find_first_of("/?#");
     if (delimiter != std::string_view::npos && delimiter < at) {
-      return invalid_store_url(url, "an '@' after the host must be escaped as %40 (a password does not "
-                          "belong in the URL: " + std::string(kPasswordAdvice) + ")");
+      return invalid_store_url(url,
+                               "an '@' after the host must be escaped as %40 (a password does not "
+                               "belong in the URL: " +
+                                   std::string(kPasswordAdvice) + ")");
     }
     if (rest.substr(0, at).find(':') != std::string_view::npos) {
-      return invalid_store_url(url, "a password in the URL is refused (it would show in ps, shell history "
-                          "and logs); " + std::string(kPasswordAdvice));
+      return invalid_store_url(
+          url,
+          "a password in the URL is refused (it would show in ps, shell history "
+          "and logs); " +
+              std::string(kPasswordAdvice));
     }
   }
   for (unsigned char c : rest) {
     if (c <= 0x20 || c >= 0x7F) return invalid_store_url(url, "spaces or control characters");
   }
-  if (rest.find('#') != std::string_view::npos) return invalid_store_url(url, "a fragment is not allowed");
+  if (rest.find('#') != std::string_view::npos)
+    return invalid_store_url(url, "a fragment is not allowed");
 
   std::string_view query;
   if (const auto q = rest.find('?'); q != std::string_view::npos) {
@@ -128,7 +143,8 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
   }
   const auto slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
-  std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
+  std::string_view path =
+      slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
 
   RedisStoreOptions out;
   std::string url_user;
@@ -159,10 +175,11 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
     const auto eq = param.find('=');
     const auto name = param.substr(0, eq);
     if (name != "prefix") {
-      return invalid_store_url(url, "unknown parameter \"" + std::string(name) + "\" (only prefix=...)");
+      return invalid_store_url(url,
+                               "unknown parameter \"" + std::string(name) + "\" (only prefix=...)");
     }
-    auto value = percent_decode(eq == std::string_view::npos ? std::string_view{}
-                                                             : param.substr(eq + 1));
+    auto value =
+        percent_decode(eq == std::string_view::npos ? std::string_view{} : param.substr(eq + 1));
     if (!value) return invalid_store_url(url, "bad percent escape in prefix");
     out.prefix = std::move(*value);
   }
@@ -173,8 +190,8 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
   out.logger = options.logger;
   out.max_clock_skew = options.ttl / 10;
   const auto quarter = std::chrono::duration_cast<std::chrono::milliseconds>(options.ttl / 4);
-  out.retry_deadline = std::clamp(quarter, std::chrono::milliseconds(1000),
-                                  std::chrono::milliseconds(10000));
+  out.retry_deadline =
+      std::clamp(quarter, std::chrono::milliseconds(1000), std::chrono::milliseconds(10000));
   return out;
 }
 

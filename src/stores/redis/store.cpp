@@ -53,8 +53,7 @@ std::string printable(std::string_view text, std::size_t max = 200) {
 // Replies that mean "not now": the command did not run; try again.
 bool transient(std::string_view error) {
   for (std::string_view word : {"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN"}) {
-    if (error.starts_with(word) &&
-        (error.size() == word.size() || error[word.size()] == ' ')) {
+    if (error.starts_with(word) && (error.size() == word.size() || error[word.size()] == ' ')) {
       return true;
     }
   }
@@ -92,8 +91,8 @@ class RedisStore final : public Store {
         if (probe()) probed_ = true;
       }
     }
-    return {.versions = true, .conditional_writes = true, .native_lease = true,
-            .server_clock = true};
+    return {
+        .versions = true, .conditional_writes = true, .native_lease = true, .server_clock = true};
   }
 
   Result<Document> get(const Key& key) override {
@@ -103,7 +102,8 @@ class RedisStore final : public Store {
     auto status = status_of(r);
     if (!status) return bad_reply("get", key, r);
     switch (*status) {
-      case 0: return fail(Errc::not_found, what("get", key) + ": not found");
+      case 0:
+        return fail(Errc::not_found, what("get", key) + ": not found");
       case 1:
         if (size_of(r) == 3 && type_of(element(r, 1)) == ReplyType::string &&
             type_of(element(r, 2)) == ReplyType::string) {
@@ -118,10 +118,11 @@ class RedisStore final : public Store {
                                          printable(field_text(r, 1)) +
                                          " bytes, over the 1 MiB limit (left alone)");
       case 4:
-        return fail(Errc::malformed,
-                    what("get", key) + ": the hash has no data or ver field (not written by "
-                                       "instance-guard; left alone)");
-      default: break;
+        return fail(Errc::malformed, what("get", key) +
+                                         ": the hash has no data or ver field (not written by "
+                                         "instance-guard; left alone)");
+      default:
+        break;
     }
     return bad_reply("get", key, r);
   }
@@ -129,8 +130,7 @@ class RedisStore final : public Store {
   Result<std::string> create(const Key& key, std::string_view data) override {
     if (auto ok = check_size("create", key, data); !ok) return std::unexpected(ok.error());
     const std::string version = fresh();
-    auto sent = eval("create", key, scripts::kCreate, {doc_key(key)},
-                     {std::string(data), version});
+    auto sent = eval("create", key, scripts::kCreate, {doc_key(key)}, {std::string(data), version});
     if (!sent) return std::unexpected(sent.error());
     auto status = integer("create", key, *sent->reply);
     if (!status) return std::unexpected(status.error());
@@ -189,7 +189,8 @@ class RedisStore final : public Store {
                      : fail(Errc::malformed, "outside the prefix");
       if (!key || !key->is_under(prefix) || key->empty()) {
         return fail(Errc::malformed, what("list", prefix) + ": the server holds \"" +
-                                         printable(name) + "\", which is not a document key of "
+                                         printable(name) +
+                                         "\", which is not a document key of "
                                          "this store (remove or rename it)");
       }
       keys.push_back(std::move(*key));
@@ -224,29 +225,34 @@ class RedisStore final : public Store {
   }
 
   Result<std::string> lock(const Key& key, Duration ttl, std::string_view) override {
-    if (ttl <= Duration::zero()) return fail(Errc::invalid, what("lock", key) + ": ttl must be positive");
-    auto sent = eval("lock", key, scripts::kLock, {lock_key(key), epoch_key(key)},
-                     {fresh(), ttl_ms(ttl)});
+    if (ttl <= Duration::zero())
+      return fail(Errc::invalid, what("lock", key) + ": ttl must be positive");
+    auto sent =
+        eval("lock", key, scripts::kLock, {lock_key(key), epoch_key(key)}, {fresh(), ttl_ms(ttl)});
     if (!sent) return std::unexpected(sent.error());
     const redisReply& r = *sent->reply;
     if (type_of(r) == ReplyType::nil) {
       return fail(Errc::locked, what("lock", key) + ": held by another instance");
     }
-    if (type_of(r) != ReplyType::string || !parse_epoch(text_of(r))) return bad_reply("lock", key, r);
+    if (type_of(r) != ReplyType::string || !parse_epoch(text_of(r)))
+      return bad_reply("lock", key, r);
     return std::string(text_of(r));
   }
 
   Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override {
     constexpr std::string_view op = "refresh lock";
-    if (ttl <= Duration::zero()) return fail(Errc::invalid, what(op, key) + ": ttl must be positive");
-    auto sent = eval(op, key, scripts::kRefresh, {lock_key(key)}, {std::string(token), ttl_ms(ttl)});
+    if (ttl <= Duration::zero())
+      return fail(Errc::invalid, what(op, key) + ": ttl must be positive");
+    auto sent =
+        eval(op, key, scripts::kRefresh, {lock_key(key)}, {std::string(token), ttl_ms(ttl)});
     if (!sent) return std::unexpected(sent.error());
     auto status = integer(op, key, *sent->reply);
     if (!status) return std::unexpected(status.error());
     if (*status == 1) return {};
     if (*status == 0) {
-      return fail(Errc::not_found, what(op, key) + ": the lock is gone (it expired on the "
-                                                   "server, or the server lost it in a restart)");
+      return fail(Errc::not_found, what(op, key) +
+                                       ": the lock is gone (it expired on the "
+                                       "server, or the server lost it in a restart)");
     }
     return fail(Errc::locked, what(op, key) + ": another instance holds the lock now");
   }
@@ -276,8 +282,8 @@ class RedisStore final : public Store {
   std::string epoch_key(const Key& key) const { return epoch_ns_ + key.str(); }
 
   std::string what(std::string_view op, const Key& key) const {
-    return std::string(op) + " " + (key.empty() ? std::string("(the root)") : key.str()) +
-           " on " + where_;
+    return std::string(op) + " " + (key.empty() ? std::string("(the root)") : key.str()) + " on " +
+           where_;
   }
 
   // "<epoch>:<nonce>" -> epoch.
@@ -380,13 +386,13 @@ class RedisStore final : public Store {
                                         "prefix's keys)");
     }
     if (starts("WRONGTYPE")) {
-      return fail(Errc::malformed, what(op, key) + ": the key holds another Redis type (" +
-                                       said + ")");
+      return fail(Errc::malformed,
+                  what(op, key) + ": the key holds another Redis type (" + said + ")");
     }
     if (starts("OOM")) return fail(Errc::no_space, what(op, key) + ": " + said);
     if (starts("ERR unknown command")) {
-      return fail(Errc::unsupported, what(op, key) + ": " + said +
-                                         " (the store needs Lua scripting: EVAL)");
+      return fail(Errc::unsupported,
+                  what(op, key) + ": " + said + " (the store needs Lua scripting: EVAL)");
     }
     if (starts("READONLY")) {
       return fail(Errc::unavailable, what(op, key) + ": " + said +
@@ -449,8 +455,8 @@ class RedisStore final : public Store {
   // Sends one command, reconnecting and retrying transport failures and
   // "not now" replies until retry_deadline (one attempt when !retry). An
   // error reply becomes an Error; any other reply is returned.
-  Result<Sent> send(std::string_view op, const Key& key,
-                    const std::vector<std::string_view>& argv, bool retry = true) {
+  Result<Sent> send(std::string_view op, const Key& key, const std::vector<std::string_view>& argv,
+                    bool retry = true) {
     std::lock_guard lock(mu_);
     const auto start = Steady::now();
     const auto deadline = start + options_.retry_deadline;
@@ -487,8 +493,8 @@ class RedisStore final : public Store {
       std::uniform_int_distribution<Steady::rep> jitter(0, backoff.count());
       const Steady::duration pause(jitter(jitter_rng_));  // full jitter; mu_ guards the generator
       std::this_thread::sleep_for(std::min(pause, deadline - now));
-      backoff = std::min(backoff * 2,
-                         std::chrono::duration_cast<Steady::duration>(options_.max_backoff));
+      backoff =
+          std::min(backoff * 2, std::chrono::duration_cast<Steady::duration>(options_.max_backoff));
     }
     const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - start);
     std::string message = what(op, key) + ": " + last.message;
@@ -496,8 +502,8 @@ class RedisStore final : public Store {
       message += " (after " + std::to_string(sent.attempts) + " attempts in " +
                  std::to_string(spent.count()) + " ms)";
     }
-    message += "; check that redis-server runs and accepts connections at " + options_.host +
-               ":" + std::to_string(options_.port);
+    message += "; check that redis-server runs and accepts connections at " + options_.host + ":" +
+               std::to_string(options_.port);
     return fail(last.timed_out ? Errc::timeout : Errc::unavailable, std::move(message));
   }
 
@@ -508,8 +514,8 @@ class RedisStore final : public Store {
     const WallTime before = options_.clock->wall();
     auto time = send("probe", root, {"TIME"}, false);
     if (!time) {
-      log_->debug("redis probe: server not reached", {{"store", where_},
-                                                      {"error", time.error().message}});
+      log_->debug("redis probe: server not reached",
+                  {{"store", where_}, {"error", time.error().message}});
       return time.error().code == Errc::permission || time.error().code == Errc::invalid;
     }
     const WallTime after = options_.clock->wall();
@@ -526,10 +532,11 @@ class RedisStore final : public Store {
         const WallTime ours = before + (after - before) / 2;
         const auto skew = server > ours ? server - ours : ours - server;
         if (skew > options_.max_clock_skew) {
-          log_->warn("the Redis server's clock differs from ours; leases are judged on the "
-                     "server's clock, records on each guard's",
-                     {{"store", where_}, {"skew", format_duration(
-                                                      std::chrono::duration_cast<Duration>(skew))}});
+          log_->warn(
+              "the Redis server's clock differs from ours; leases are judged on the "
+              "server's clock, records on each guard's",
+              {{"store", where_},
+               {"skew", format_duration(std::chrono::duration_cast<Duration>(skew))}});
         }
       }
     }
@@ -539,10 +546,11 @@ class RedisStore final : public Store {
       return true;
     }
     if (text_of(*info->reply).find("aof_enabled:1") == std::string_view::npos) {
-      log_->warn("the Redis server runs without append-only persistence: a restart ends every "
-                 "lease (holders stop their command) and restarts the fencing epoch; set "
-                 "appendonly yes (appendfsync always) to keep them",
-                 {{"store", where_}});
+      log_->warn(
+          "the Redis server runs without append-only persistence: a restart ends every "
+          "lease (holders stop their command) and restarts the fencing epoch; set "
+          "appendonly yes (appendfsync always) to keep them",
+          {{"store", where_}});
     }
     return true;
   }

@@ -5,30 +5,54 @@ namespace {
 
 std::string_view reason(long status) {
   switch (status) {
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 307: return "Temporary Redirect";
-    case 308: return "Permanent Redirect";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 412: return "Precondition Failed";
-    case 413: return "Content Too Large";
-    case 415: return "Unsupported Media Type";
-    case 423: return "Locked";
-    case 425: return "Too Early";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 507: return "Insufficient Storage";
-    default: return "";
+    case 301:
+      return "Moved Permanently";
+    case 302:
+      return "Found";
+    case 307:
+      return "Temporary Redirect";
+    case 308:
+      return "Permanent Redirect";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Gone";
+    case 412:
+      return "Precondition Failed";
+    case 413:
+      return "Content Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 423:
+      return "Locked";
+    case 425:
+      return "Too Early";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    case 507:
+      return "Insufficient Storage";
+    default:
+      return "";
   }
 }
 
@@ -51,36 +75,50 @@ bool is_tls_failure(CURLcode curl) {
 
 Errc map_http_result(CURLcode curl, long status) {
   switch (curl) {
-    case CURLE_OK: break;
-    case CURLE_OPERATION_TIMEDOUT: return Errc::timeout;
-    case CURLE_WRITE_ERROR: return Errc::malformed;  // only our body cap aborts writes
+    case CURLE_OK:
+      break;
+    case CURLE_OPERATION_TIMEDOUT:
+      return Errc::timeout;
+    case CURLE_WRITE_ERROR:
+      return Errc::malformed;  // only our body cap aborts writes
     case CURLE_URL_MALFORMAT:
     case CURLE_UNSUPPORTED_PROTOCOL:
       return Errc::invalid;
-    case CURLE_ABORTED_BY_CALLBACK: return Errc::cancelled;
+    case CURLE_ABORTED_BY_CALLBACK:
+      return Errc::cancelled;
     case CURLE_OUT_OF_MEMORY:
     case CURLE_BAD_FUNCTION_ARGUMENT:
     case CURLE_FAILED_INIT:
       return Errc::internal;
-    default: return Errc::unavailable;  // no connection, reset, TLS, protocol errors
+    default:
+      return Errc::unavailable;  // no connection, reset, TLS, protocol errors
   }
   if (status >= 200 && status < 300) return Errc::internal;  // not a failure: a caller bug
   if (status >= 300 && status < 400) return Errc::invalid;
   switch (status) {
     case 404:
-    case 410: return Errc::not_found;
+    case 410:
+      return Errc::not_found;
     case 409:
-    case 412: return Errc::conflict;
-    case 423: return Errc::locked;
+    case 412:
+      return Errc::conflict;
+    case 423:
+      return Errc::locked;
     case 401:
-    case 403: return Errc::permission;
-    case 507: return Errc::no_space;
-    case 413: return Errc::invalid;
+    case 403:
+      return Errc::permission;
+    case 507:
+      return Errc::no_space;
+    case 413:
+      return Errc::invalid;
     case 425:
-    case 429: return Errc::unavailable;
+    case 429:
+      return Errc::unavailable;
     case 501:
-    case 505: return Errc::unsupported;
-    default: break;
+    case 505:
+      return Errc::unsupported;
+    default:
+      break;
   }
   if (status >= 500) return Errc::unavailable;
   if (status >= 400) return Errc::invalid;
@@ -89,7 +127,8 @@ Errc map_http_result(CURLcode curl, long status) {
 
 bool is_retryable(const HttpResponse& response) {
   switch (response.curl) {
-    case CURLE_OK: break;
+    case CURLE_OK:
+      break;
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_CONNECT:
     case CURLE_OPERATION_TIMEDOUT:
@@ -112,7 +151,8 @@ bool is_retryable(const HttpResponse& response) {
 
 bool may_have_applied(const HttpResponse& response) {
   switch (response.curl) {
-    case CURLE_OK: break;
+    case CURLE_OK:
+      break;
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_CONNECT:
     case CURLE_SSL_CONNECT_ERROR:
@@ -136,13 +176,14 @@ std::string describe_result(const HttpResponse& response) {
 }
 
 Error make_error(std::string_view operation, std::string_view where, const HttpResponse& response) {
-  std::string message = std::string(operation) + " at " + std::string(where) + ": " +
-                        describe_result(response);
+  std::string message =
+      std::string(operation) + " at " + std::string(where) + ": " + describe_result(response);
   if (response.curl == CURLE_OK) {
     if (response.status == 401) {
-      message += "; the server refused the credentials (give them with --user and "
-                 "--password-file / --token-file, or INSTANCE_GUARD_USER and "
-                 "INSTANCE_GUARD_PASSWORD / INSTANCE_GUARD_TOKEN)";
+      message +=
+          "; the server refused the credentials (give them with --user and "
+          "--password-file / --token-file, or INSTANCE_GUARD_USER and "
+          "INSTANCE_GUARD_PASSWORD / INSTANCE_GUARD_TOKEN)";
     } else if (response.status == 403) {
       message += "; the account may not access this folder";
     } else if (response.status >= 300 && response.status < 400) {
@@ -151,8 +192,9 @@ Error make_error(std::string_view operation, std::string_view where, const HttpR
       message += "; the server is out of space or over quota";
     }
   } else if (is_tls_failure(response.curl)) {
-    message += "; TLS verification failed: give the server's CA with --ca-file (or, only for "
-               "testing, --insecure)";
+    message +=
+        "; TLS verification failed: give the server's CA with --ca-file (or, only for "
+        "testing, --insecure)";
   }
   return Error{map_http_result(response.curl, response.status), std::move(message)};
 }

@@ -34,7 +34,8 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
 bool header_is(std::string_view line, std::string_view name) {
   if (line.size() <= name.size() || line[name.size()] != ':') return false;
   return std::ranges::equal(line.substr(0, name.size()), name, [](char a, char b) {
-    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+    return std::tolower(static_cast<unsigned char>(a)) ==
+           std::tolower(static_cast<unsigned char>(b));
   });
 }
 
@@ -92,8 +93,8 @@ void HttpClient::set_common_options(const HttpRequest& request, char* error_buff
   curl_easy_setopt(h, CURLOPT_USERAGENT, "instance-guard");
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(options_.connect_timeout.count()));
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(std::max<std::int64_t>(
-                                              1, request.timeout.count())));
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                   static_cast<long>(std::max<std::int64_t>(1, request.timeout.count())));
   if (options_.insecure) {
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -105,7 +106,8 @@ void HttpClient::set_common_options(const HttpRequest& request, char* error_buff
     curl_easy_setopt(h, CURLOPT_CAINFO, options_.ca_file.c_str());
   }
   switch (options_.auth) {
-    case HttpClientOptions::Auth::none: break;
+    case HttpClientOptions::Auth::none:
+      break;
     case HttpClientOptions::Auth::basic:
       curl_easy_setopt(h, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
       curl_easy_setopt(h, CURLOPT_USERNAME, options_.user.c_str());
@@ -136,8 +138,7 @@ HttpResponse HttpClient::perform(const HttpRequest& request) {
   }
   if (request.has_body) {
     // POSTFIELDS with a custom method sends the body under that method.
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
-                     static_cast<curl_off_t>(request.body.size()));
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.data());
   }
 
@@ -163,8 +164,9 @@ HttpResponse HttpClient::perform(const HttpRequest& request) {
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.status);
   curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &response.new_connections);
   if (response.curl != CURLE_OK) {
-    response.curl_message = error_buffer[0] != '\0' ? std::string(error_buffer)
-                                                    : std::string(curl_easy_strerror(response.curl));
+    response.curl_message = error_buffer[0] != '\0'
+                                ? std::string(error_buffer)
+                                : std::string(curl_easy_strerror(response.curl));
   }
   // Do not keep pointers to this request's buffers in the handle.
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);

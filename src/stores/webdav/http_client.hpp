@@ -42,7 +42,7 @@ struct HttpRequest {
   std::vector<std::string> headers;  // "Name: value"
   std::string_view body;             // sent when has_body (must outlive perform)
   bool has_body = false;
-  std::size_t max_body = 0;          // response bodies past this abort the transfer
+  std::size_t max_body = 0;  // response bodies past this abort the transfer
   std::chrono::milliseconds timeout{15000};
 };
 

@@ -146,7 +146,7 @@ Result<ListingEntry> parse_response(pugi::xml_node response,
 }  // namespace
 
 Result<std::vector<ListingEntry>> parse_multistatus(std::string_view body,
-                                                   const std::vector<std::string>& base_segments) {
+                                                    const std::vector<std::string>& base_segments) {
   pugi::xml_document doc;
   const auto parsed = doc.load_buffer(body.data(), body.size(),
                                       pugi::parse_default & ~pugi::parse_pi, pugi::encoding_utf8);

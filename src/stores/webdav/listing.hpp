@@ -35,7 +35,7 @@ struct ListingEntry {
 
 // `base_segments` are the base path's percent-decoded segments.
 Result<std::vector<ListingEntry>> parse_multistatus(std::string_view body,
-                                                   const std::vector<std::string>& base_segments);
+                                                    const std::vector<std::string>& base_segments);
 
 // What a LOCK reply (200/201 with a DAV:prop holding DAV:lockdiscovery) says
 // about the lock: the token of the DAV:activelock matching `want_token` (or

@@ -61,8 +61,9 @@ Result<BaseUrl> parse_base_url(std::string_view url) {
   const auto slash = rest.find('/');
   const auto authority = rest.substr(0, slash);
   if (authority.find('@') != std::string_view::npos) {
-    return invalid("user info is not allowed in the URL; give credentials through files or the "
-                   "environment");
+    return invalid(
+        "user info is not allowed in the URL; give credentials through files or the "
+        "environment");
   }
   if (authority.empty()) return invalid("no host");
   base.origin.append(authority);
@@ -101,8 +102,8 @@ std::string key_url(const BaseUrl& base, const Key& key, bool collection) {
   for (const auto& name : key.escaped_segments()) {
     url.push_back('/');
     for (unsigned char c : name) {
-      if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-          c == '.' || c == '_' || c == '-') {
+      if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+          c == '_' || c == '-') {
         url.push_back(static_cast<char>(c));
       } else {
         url.push_back('%');

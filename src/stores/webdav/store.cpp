@@ -5,8 +5,8 @@ namespace instance {
 namespace webdav {
 
 Result<std::optional<Document>> WebDavStore::fetch(const Key& key) {
-  HttpRequest request{.method = "GET", .url = key_url(base_, key, false),
-                      .max_body = kMaxDocumentSize};
+  HttpRequest request{
+      .method = "GET", .url = key_url(base_, key, false), .max_body = kMaxDocumentSize};
   const Sent sent = send(std::move(request));
   const auto& r = sent.response;
   if (r.body_too_large) {
@@ -38,9 +38,10 @@ std::string WebDavStore::learn_version(const Key& key, std::string_view written)
   auto doc = fetch(key);
   if (doc && *doc && (*doc)->data == written) return (*doc)->version;
   if (!doc) {
-    options_.logger->warn("could not read a document back to learn its version; the next "
-                          "conditional write to it will fail",
-                          {{"key", key.str()}, {"store", where_}, {"error", doc.error().message}});
+    options_.logger->warn(
+        "could not read a document back to learn its version; the next "
+        "conditional write to it will fail",
+        {{"key", key.str()}, {"store", where_}, {"error", doc.error().message}});
   } else {
     options_.logger->debug("a document changed before its version could be read",
                            {{"key", key.str()}, {"store", where_}});
@@ -69,9 +70,12 @@ Result<std::string> WebDavStore::write(std::string_view op, const Key& key, std:
       return fail(Errc::already_exists, what(op, key) + " at " + where_ + ": already exists");
     }
   }
-  HttpRequest request{.method = "PUT", .url = key_url(base_, key, false),
+  HttpRequest request{.method = "PUT",
+                      .url = key_url(base_, key, false),
                       .headers = {"Content-Type: application/octet-stream"},
-                      .body = data, .has_body = true, .max_body = kMaxErrorBody};
+                      .body = data,
+                      .has_body = true,
+                      .max_body = kMaxErrorBody};
   if (condition.kind == Condition::absent) request.headers.emplace_back("If-None-Match: *");
   if (condition.kind == Condition::match) {
     request.headers.push_back("If-Match: " + std::string(condition.version));
@@ -113,9 +117,11 @@ Result<std::string> WebDavStore::write(std::string_view op, const Key& key, std:
 }
 
 long WebDavStore::folder_status(const std::string& url) {
-  HttpRequest request{.method = "PROPFIND", .url = url,
+  HttpRequest request{.method = "PROPFIND",
+                      .url = url,
                       .headers = {"Depth: 0", "Content-Type: application/xml; charset=utf-8"},
-                      .body = kPropfindBody, .has_body = true,
+                      .body = kPropfindBody,
+                      .has_body = true,
                       .max_body = kMaxListingSize};
   const auto r = send(std::move(request)).response;
   return r.transport_ok() ? r.status : 0;
@@ -149,7 +155,8 @@ Result<void> WebDavStore::ensure_base() {
   // Every folder of the path, top down; 405: it exists.
   for (std::size_t end = base_.path.find('/', 1); end != std::string::npos;
        end = base_.path.find('/', end + 1)) {
-    HttpRequest request{.method = "MKCOL", .url = base_.origin + base_.path.substr(0, end) + "/",
+    HttpRequest request{.method = "MKCOL",
+                        .url = base_.origin + base_.path.substr(0, end) + "/",
                         .max_body = kMaxErrorBody};
     const Sent sent = send(std::move(request));
     if (!sent.response.success() &&
@@ -171,8 +178,8 @@ Result<void> WebDavStore::make_folders(const Key& key) {
     for (const auto& folder : folders_above(key, false)) {  // the base first
       if (folder_known(folder)) continue;
       auto mkcol = [&] {
-        return send(HttpRequest{.method = "MKCOL", .url = key_url(base_, folder, true),
-                                .max_body = kMaxErrorBody});
+        return send(HttpRequest{
+            .method = "MKCOL", .url = key_url(base_, folder, true), .max_body = kMaxErrorBody});
       };
       Sent sent = mkcol();
       // Apache answers 403 to a MKCOL that races another one for the same
@@ -196,8 +203,8 @@ Result<void> WebDavStore::make_folders(const Key& key) {
     }
     if (!stale) return {};
   }
-  return fail(Errc::conflict, what("create folders for", key) + " at " + where_ +
-                                  ": folders keep disappearing");
+  return fail(Errc::conflict,
+              what("create folders for", key) + " at " + where_ + ": folders keep disappearing");
 }
 
 Result<void> WebDavStore::erase(std::string_view op, const Key& key, Condition condition) {
@@ -206,8 +213,8 @@ Result<void> WebDavStore::erase(std::string_view op, const Key& key, Condition c
   if (condition.kind == Condition::match && !plausible_version(condition.version)) {
     return fail(Errc::conflict, what(op, key) + " at " + where_ + ": version does not match");
   }
-  HttpRequest request{.method = "DELETE", .url = key_url(base_, key, false),
-                      .max_body = kMaxErrorBody};
+  HttpRequest request{
+      .method = "DELETE", .url = key_url(base_, key, false), .max_body = kMaxErrorBody};
   if (condition.kind == Condition::match) {
     request.headers.push_back("If-Match: " + std::string(condition.version));
   }
@@ -251,11 +258,13 @@ Result<std::shared_ptr<Store>> make_webdav_store(WebDavStoreOptions options) {
   const std::string where = redact_url(base->origin + base->path);
   webdav::HttpClientOptions http;
   switch (options.auth) {
-    case WebDavAuth::none: http.auth = webdav::HttpClientOptions::Auth::none; break;
+    case WebDavAuth::none:
+      http.auth = webdav::HttpClientOptions::Auth::none;
+      break;
     case WebDavAuth::basic:
       if (options.user.empty() || options.user.find(':') != std::string::npos) {
-        return fail(Errc::invalid, "WebDAV store " + where +
-                                       ": basic auth needs a user name without ':'");
+        return fail(Errc::invalid,
+                    "WebDAV store " + where + ": basic auth needs a user name without ':'");
       }
       if (options.secret.empty()) {
         return fail(Errc::invalid, "WebDAV store " + where + ": basic auth needs a password");
@@ -287,16 +296,18 @@ Result<std::shared_ptr<Store>> make_webdav_store(WebDavStoreOptions options) {
   if (!client) return std::unexpected(client.error());
 
   if (options.insecure && base->origin.starts_with("https://")) {
-    options.logger->warn("TLS certificate verification is off (--insecure): anyone on the path "
-                         "can read and change the records and see the credentials",
-                         {{"store", where}});
+    options.logger->warn(
+        "TLS certificate verification is off (--insecure): anyone on the path "
+        "can read and change the records and see the credentials",
+        {{"store", where}});
   }
   if (options.auth != WebDavAuth::none && base->origin.starts_with("http://") &&
       !is_loopback_host(base->origin)) {
     options.logger->warn("credentials are sent over plain http; use webdavs://",
                          {{"store", where}});
   }
-  return std::make_shared<webdav::WebDavStore>(std::move(options), std::move(*base), std::move(*client));
+  return std::make_shared<webdav::WebDavStore>(std::move(options), std::move(*base),
+                                               std::move(*client));
 }
 
 }  // namespace instance

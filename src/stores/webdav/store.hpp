@@ -67,7 +67,9 @@ inline bool plausible_version(std::string_view version) {
 class WebDavStore final : public Store {
  public:
   WebDavStore(WebDavStoreOptions options, BaseUrl base, std::unique_ptr<HttpClient> http)
-      : options_(std::move(options)), base_(std::move(base)), http_(std::move(http)),
+      : options_(std::move(options)),
+        base_(std::move(base)),
+        http_(std::move(http)),
         where_(redact_url(base_.origin + base_.path)) {
     if (!options_.probe_capabilities) if_none_match_honoured_ = true;
   }
@@ -233,8 +235,8 @@ class WebDavStore final : public Store {
   const std::string where_;
 
   std::mutex folders_mu_;
-  std::set<Key> folders_;  // folders known to exist ({} = the base)
-  std::set<Key> missing_;  // folders a listing found missing: create before writing
+  std::set<Key> folders_;         // folders known to exist ({} = the base)
+  std::set<Key> missing_;         // folders a listing found missing: create before writing
   std::set<Key> lock_resources_;  // lock URLs known to exist as documents (folders_mu_)
 
   std::mutex probe_mu_;
@@ -245,7 +247,7 @@ class WebDavStore final : public Store {
 
   std::atomic<bool> skew_warned_{false};
   std::atomic<bool> base_checked_{false};  // ensure_base found nothing to refuse
-  LockGrants grants_;  // what each lock token was granted (lock_granted)
+  LockGrants grants_;                      // what each lock token was granted (lock_granted)
 };
 
 }  // namespace instance::webdav

@@ -29,9 +29,12 @@ Result<void> WebDavStore::list_folder(const Key& folder, bool top, std::size_t d
                                       std::vector<Key>& out) {
   constexpr std::string_view op = "list";
   if (depth > kMaxListingDepth) return malformed(op, folder, "folders nested too deep");
-  HttpRequest request{.method = "PROPFIND", .url = key_url(base_, folder, true),
+  HttpRequest request{.method = "PROPFIND",
+                      .url = key_url(base_, folder, true),
                       .headers = {"Depth: 1", "Content-Type: application/xml; charset=utf-8"},
-                      .body = kPropfindBody, .has_body = true, .max_body = kMaxListingSize};
+                      .body = kPropfindBody,
+                      .has_body = true,
+                      .max_body = kMaxListingSize};
   const Sent sent = send(std::move(request));
   const auto& r = sent.response;
   if (r.body_too_large) return malformed(op, folder, "the listing is larger than 16 MiB");
@@ -59,8 +62,9 @@ Result<void> WebDavStore::list_folder(const Key& folder, bool top, std::size_t d
     }
     if (entry.names.size() != folder_names.size() + 1 ||
         !std::equal(folder_names.begin(), folder_names.end(), entry.names.begin())) {
-      return malformed(op, folder, "the reply names \"" + printable(join(entry.names)) +
-                                       "\", which is not in the listed folder");
+      return malformed(op, folder,
+                       "the reply names \"" + printable(join(entry.names)) +
+                           "\", which is not in the listed folder");
     }
     auto key = Key::from_listing(join(entry.names));
     if (!key) return malformed(op, folder, key.error().message);

@@ -17,9 +17,8 @@ namespace {
 std::string timeout_value(Duration ttl) {
   constexpr std::int64_t kMax = 4294967295;
   const std::int64_t ns = std::max<std::int64_t>(ttl.count(), 0);
-  const std::int64_t seconds = std::clamp<std::int64_t>(ns / 1'000'000'000 +
-                                                            (ns % 1'000'000'000 != 0 ? 1 : 0),
-                                                        1, kMax);
+  const std::int64_t seconds =
+      std::clamp<std::int64_t>(ns / 1'000'000'000 + (ns % 1'000'000'000 != 0 ? 1 : 0), 1, kMax);
   return "Second-" + std::to_string(seconds);
 }
 
@@ -29,11 +28,21 @@ std::string xml_text(std::string_view text) {
   std::string out;
   for (unsigned char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         out.push_back(c >= 0x20 && c < 0x7F ? static_cast<char>(c) : '?');
     }
@@ -125,10 +134,13 @@ Result<std::string> WebDavStore::send_lock(std::string_view op, const Key& key, 
   if (auto made = make_lock_resource(op, key, at); !made) return std::unexpected(made.error());
   const std::string body = lock_body(owner);
   const std::string timeout = timeout_value(ttl);
-  HttpRequest request{.method = "LOCK", .url = key_url(base_, at, false),
+  HttpRequest request{.method = "LOCK",
+                      .url = key_url(base_, at, false),
                       .headers = {"Depth: 0", "Timeout: " + timeout,
                                   "Content-Type: application/xml; charset=utf-8"},
-                      .body = body, .has_body = true, .max_body = kMaxErrorBody};
+                      .body = body,
+                      .has_body = true,
+                      .max_body = kMaxErrorBody};
   Sent sent = send(request);
   if (parent_missing(sent.response, {})) {
     forget_folders();  // a folder was removed behind our back
@@ -167,9 +179,12 @@ Result<void> WebDavStore::make_lock_resource(std::string_view op, const Key& key
     std::lock_guard lock(folders_mu_);
     if (lock_resources_.contains(at)) return {};
   }
-  HttpRequest request{.method = "PUT", .url = key_url(base_, at, false),
+  HttpRequest request{.method = "PUT",
+                      .url = key_url(base_, at, false),
                       .headers = {"Content-Type: application/octet-stream", "If-None-Match: *"},
-                      .body = {}, .has_body = true, .max_body = kMaxErrorBody};
+                      .body = {},
+                      .has_body = true,
+                      .max_body = kMaxErrorBody};
   Sent sent = send(request);
   if (parent_missing(sent.response, {Condition::absent, {}})) {
     forget_folders();
@@ -192,10 +207,11 @@ Result<void> WebDavStore::send_refresh(std::string_view op, const Key& key, cons
     return fail(code, what(op, key) + " at " + where_ + ": lock lost: " + std::string(why));
   };
   if (!plausible_token(token)) return gone(Errc::not_found, "not a lock token of this store");
-  HttpRequest request{.method = "LOCK", .url = key_url(base_, at, false),
-                      .headers = {"If: (<" + std::string(token) + ">)",
-                                  "Timeout: " + timeout_value(ttl)},
-                      .max_body = kMaxErrorBody};
+  HttpRequest request{
+      .method = "LOCK",
+      .url = key_url(base_, at, false),
+      .headers = {"If: (<" + std::string(token) + ">)", "Timeout: " + timeout_value(ttl)},
+      .max_body = kMaxErrorBody};
   const Sent sent = send(std::move(request));
   const auto& r = sent.response;
   if (r.success()) {
@@ -206,13 +222,18 @@ Result<void> WebDavStore::send_refresh(std::string_view op, const Key& key, cons
   if (r.transport_ok()) {
     switch (r.status) {
       case 404:
-      case 410: return gone(Errc::not_found, "the locked resource is gone");
+      case 410:
+        return gone(Errc::not_found, "the locked resource is gone");
       case 412:
-        return gone(Errc::conflict, "the server no longer knows the token (expired, released "
-                                    "or taken over)");
-      case 423: return gone(Errc::locked, "held by another process or guard");
-      case 409: return gone(Errc::conflict, "HTTP 409 Conflict");
-      default: break;
+        return gone(Errc::conflict,
+                    "the server no longer knows the token (expired, released "
+                    "or taken over)");
+      case 423:
+        return gone(Errc::locked, "held by another process or guard");
+      case 409:
+        return gone(Errc::conflict, "HTTP 409 Conflict");
+      default:
+        break;
     }
   }
   return failed(op, key, sent);
@@ -226,7 +247,8 @@ Result<void> WebDavStore::send_unlock(std::string_view op, const Key& key, const
   };
   if (!plausible_token(token)) return gone();
   grants_.forget(token);
-  HttpRequest request{.method = "UNLOCK", .url = key_url(base_, at, false),
+  HttpRequest request{.method = "UNLOCK",
+                      .url = key_url(base_, at, false),
                       .headers = {"Lock-Token: <" + std::string(token) + ">"},
                       .max_body = kMaxErrorBody};
   const Sent sent = send(std::move(request));
@@ -234,9 +256,8 @@ Result<void> WebDavStore::send_unlock(std::string_view op, const Key& key, const
   if (r.success()) return {};
   // Apache answers 400 to an unknown token, lighttpd 409; both 412 or 404 on
   // other servers.
-  if (r.transport_ok() &&
-      (r.status == 400 || r.status == 404 || r.status == 409 || r.status == 410 ||
-       r.status == 412)) {
+  if (r.transport_ok() && (r.status == 400 || r.status == 404 || r.status == 409 ||
+                           r.status == 410 || r.status == 412)) {
     if (sent.maybe_applied_before) return {};  // our earlier attempt released it
     return gone();
   }
@@ -256,8 +277,8 @@ bool WebDavStore::probe_native_lease() {
   // The lease resource is a document (make_lock_resource): remove it again
   // whatever the outcome.
   auto remove_scratch = [&] {
-    HttpRequest cleanup{.method = "DELETE", .url = key_url(base_, scratch, false),
-                        .max_body = kMaxErrorBody};
+    HttpRequest cleanup{
+        .method = "DELETE", .url = key_url(base_, scratch, false), .max_body = kMaxErrorBody};
     if (const auto r = send(std::move(cleanup)).response; !r.success() && r.status != 404) {
       options_.logger->warn("could not remove the lock probe's scratch document",
                             {{"store", where_}, {"key", scratch.str()}});

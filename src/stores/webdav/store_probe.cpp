@@ -28,8 +28,8 @@ Result<Capabilities> WebDavStore::probe_locked() {
   if (capabilities_) return *capabilities_;
   if (!options_.probe_capabilities) {
     if_none_match_honoured_ = true;
-    capabilities_ = Capabilities{.versions = true, .conditional_writes = true,
-                                 .native_lease = true, .server_clock = true};
+    capabilities_ = Capabilities{
+        .versions = true, .conditional_writes = true, .native_lease = true, .server_clock = true};
     return *capabilities_;
   }
   if (options_.read_only) {  // the probe writes: not learnt
@@ -39,21 +39,26 @@ Result<Capabilities> WebDavStore::probe_locked() {
   // A scratch document under a folder of its own, so listings of real
   // prefixes never see it.
   std::random_device rd;
-  const auto scratch = *Key::parse(std::string(kProbeFolder) + "/probe-" +
-                                   std::to_string(rd()) + std::to_string(rd()));
+  const auto scratch = *Key::parse(std::string(kProbeFolder) + "/probe-" + std::to_string(rd()) +
+                                   std::to_string(rd()));
   // What the server got wrong; told once, with the consequence, at the end.
   std::vector<std::string> findings;
   auto warn = [&](std::string finding) { findings.push_back(std::move(finding)); };
   auto put = [&](std::vector<std::string> headers, std::string_view body) {
     headers.emplace_back("Content-Type: application/octet-stream");
-    HttpRequest request{.method = "PUT", .url = key_url(base_, scratch, false),
-                        .headers = std::move(headers), .body = body, .has_body = true,
+    HttpRequest request{.method = "PUT",
+                        .url = key_url(base_, scratch, false),
+                        .headers = std::move(headers),
+                        .body = body,
+                        .has_body = true,
                         .max_body = kMaxErrorBody};
     return send(std::move(request)).response;
   };
   auto del = [&](std::vector<std::string> headers) {
-    HttpRequest request{.method = "DELETE", .url = key_url(base_, scratch, false),
-                        .headers = std::move(headers), .max_body = kMaxErrorBody};
+    HttpRequest request{.method = "DELETE",
+                        .url = key_url(base_, scratch, false),
+                        .headers = std::move(headers),
+                        .max_body = kMaxErrorBody};
     return send(std::move(request)).response;
   };
 
@@ -66,9 +71,9 @@ Result<Capabilities> WebDavStore::probe_locked() {
   if (!created) {
     // Could not ask (unreachable, credentials, TLS, a refused write): the
     // capabilities stay unknown, never assumed, and are probed again next time.
-    return std::unexpected(Error{created.error().code,
-                                 "cannot probe what the WebDAV server supports: " +
-                                     created.error().message});
+    return std::unexpected(
+        Error{created.error().code,
+              "cannot probe what the WebDAV server supports: " + created.error().message});
   }
   Capabilities caps{};
   caps.versions = !created->empty() && *created != kSupersededVersion;

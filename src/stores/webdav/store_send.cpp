@@ -19,8 +19,7 @@ WebDavStore::Sent WebDavStore::send(HttpRequest request) {
   auto backoff = std::max(options_.initial_backoff, milliseconds(1));
   Sent sent;
   while (true) {
-    const auto remaining =
-        std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
+    const auto remaining = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
     request.timeout = sent.attempts == 0
                           ? options_.request_timeout
                           : std::clamp(remaining, milliseconds(1), options_.request_timeout);
@@ -47,9 +46,8 @@ WebDavStore::Sent WebDavStore::send(HttpRequest request) {
 
     // Equal jitter: half the backoff fixed, half random.
     const auto half = backoff / 2;
-    const auto delay =
-        half + milliseconds(std::uniform_int_distribution<std::int64_t>(
-                   0, std::max<std::int64_t>(0, (backoff - half).count()))(random));
+    const auto delay = half + milliseconds(std::uniform_int_distribution<std::int64_t>(
+                                  0, std::max<std::int64_t>(0, (backoff - half).count()))(random));
     backoff = std::min(backoff * 2, options_.max_backoff);
     if (steady_clock::now() + delay >= deadline) return sent;
     if (may_have_applied(sent.response)) sent.maybe_applied_before = true;

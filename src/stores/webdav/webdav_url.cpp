@@ -73,8 +73,9 @@ Result<Credentials> credentials(std::string_view url, std::string url_user,
     token = credential_env(options, kTokenEnv);
     password = credential_env(options, kPasswordEnv);
     if (token && password) {
-      return invalid(url, "both INSTANCE_GUARD_TOKEN and INSTANCE_GUARD_PASSWORD are set; "
-                          "unset one");
+      return invalid(url,
+                     "both INSTANCE_GUARD_TOKEN and INSTANCE_GUARD_PASSWORD are set; "
+                     "unset one");
     }
   }
   Credentials out;
@@ -87,15 +88,17 @@ Result<Credentials> credentials(std::string_view url, std::string url_user,
     out.user.clear();
   } else if (password) {
     if (out.user.empty()) {
-      return invalid(url, "a password was given but no user: give --user or "
-                          "INSTANCE_GUARD_USER");
+      return invalid(url,
+                     "a password was given but no user: give --user or "
+                     "INSTANCE_GUARD_USER");
     }
     out.auth = WebDavAuth::basic;
     out.secret = std::move(*password);
   } else if (!out.user.empty()) {
-    return invalid(url, "a user was given but no password: give --password-file or "
-                        "INSTANCE_GUARD_PASSWORD (or a token with --token-file or "
-                        "INSTANCE_GUARD_TOKEN)");
+    return invalid(url,
+                   "a user was given but no password: give --password-file or "
+                   "INSTANCE_GUARD_PASSWORD (or a token with --token-file or "
+                   "INSTANCE_GUARD_TOKEN)");
   }
   if (out.user.find(':') != std::string::npos) {
     return invalid(url, "a basic-auth user name cannot contain ':'");
@@ -130,12 +133,16 @@ Result<WebDavStoreOptions> parse_webdav_url(std::string_view url, const OpenOpti
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     const auto delimiter = rest.find_first_of("/?#");
     if (delimiter != std::string_view::npos && delimiter < at) {
-      return invalid(url, "an '@' after the host must be escaped as %40 (a password does not "
-                          "belong in the URL: " + std::string(kPasswordAdvice) + ")");
+      return invalid(url,
+                     "an '@' after the host must be escaped as %40 (a password does not "
+                     "belong in the URL: " +
+                         std::string(kPasswordAdvice) + ")");
     }
     if (rest.substr(0, at).find(':') != std::string_view::npos) {
-      return invalid(url, "a password in the URL is refused (it would show in ps, shell history "
-                          "and logs); " + std::string(kPasswordAdvice));
+      return invalid(url,
+                     "a password in the URL is refused (it would show in ps, shell history "
+                     "and logs); " +
+                         std::string(kPasswordAdvice));
     }
   }
   for (unsigned char c : rest) {
@@ -169,7 +176,8 @@ Result<WebDavStoreOptions> parse_webdav_url(std::string_view url, const OpenOpti
       if (!seg.empty()) {
         auto decoded = webdav::percent_decode(seg);
         if (!decoded) return invalid(url, "bad percent escape in the path");
-        if (*decoded == "." || *decoded == "..") return invalid(url, "dot segments are not allowed");
+        if (*decoded == "." || *decoded == "..")
+          return invalid(url, "dot segments are not allowed");
         segments.push_back(std::move(*decoded));
       }
       p = next == std::string_view::npos ? std::string_view{} : p.substr(next);

@@ -35,7 +35,8 @@ TEST_P(Cs3Race, AtMostOneHolderAtAnyMoment) {
   const auto started = std::chrono::steady_clock::now();
   const RaceReport r = run_race(store_for, mode, kGuards, kRounds);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - started).count();
+                      std::chrono::steady_clock::now() - started)
+                      .count();
   std::cout << "[ race ] store=cs3 mode=" << to_string(mode) << " guards=" << kGuards
             << " rounds=" << r.rounds << " rounds_with_holder=" << r.claims
             << " double_holder_rounds=" << r.double_holder_rounds
@@ -78,7 +79,8 @@ constexpr int kThreads = 4;
 
 std::vector<std::shared_ptr<Store>> stores(const std::string& folder) {
   std::vector<std::shared_ptr<Store>> out;
-  for (int i = 0; i < kThreads; ++i) out.push_back(make_store(options_for(shared_gateway(), folder)));
+  for (int i = 0; i < kThreads; ++i)
+    out.push_back(make_store(options_for(shared_gateway(), folder)));
   return out;
 }
 

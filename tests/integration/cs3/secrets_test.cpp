@@ -60,8 +60,8 @@ TEST(Cs3Secrets, NoSecretOrTokenInAnyLogLineErrorOrRecord) {
   auto opened = open_store("cs3://" + gateway.address() + "/" + gateway.space(), open);
   ASSERT_TRUE(opened.has_value()) << opened.error().message;
   texts.push_back((*opened)->describe());
-  auto guard = Guard::create(*opened, {.ttl = std::chrono::seconds(30), .logger = logger,
-                                       .mode = Mode::exclusive});
+  auto guard = Guard::create(
+      *opened, {.ttl = std::chrono::seconds(30), .logger = logger, .mode = Mode::exclusive});
   ASSERT_TRUE(guard.has_value());
   auto claim = guard->claim();
   ASSERT_TRUE(claim.has_value()) << claim.error().error.message;

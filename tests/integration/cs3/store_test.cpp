@@ -185,8 +185,11 @@ TEST(Cs3Store, TokensExpiringDuringAnExclusiveClaimAndItsRenewalsDoNotLoseIt) {
   auto options = options_for(gateway);
   options.clock = clock;
   auto store = make_store(options);
-  auto guard = Guard::create(store, {.ttl = seconds(30), .id = "holder", .clock = clock,
-                                     .scheduler = scheduler, .mode = Mode::exclusive})
+  auto guard = Guard::create(store, {.ttl = seconds(30),
+                                     .id = "holder",
+                                     .clock = clock,
+                                     .scheduler = scheduler,
+                                     .mode = Mode::exclusive})
                    .value();
   auto claim = guard.claim();
   ASSERT_TRUE(claim.has_value()) << claim.error().error.message;

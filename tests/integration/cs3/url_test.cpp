@@ -43,9 +43,10 @@ TEST(Cs3Url, FormsAndDefaults) {
   EXPECT_EQ(r->client_secret, "s3cr3t");
   EXPECT_FALSE(r->allow_user_space);
 
-  auto alias = parse_cs3_url("OpenCloud+CS3S://[::1]:9142/storage-1%24space-1/svc/guard/"
-                             "?allow-user-space=1",
-                             with_env(kAccount));
+  auto alias = parse_cs3_url(
+      "OpenCloud+CS3S://[::1]:9142/storage-1%24space-1/svc/guard/"
+      "?allow-user-space=1",
+      with_env(kAccount));
   ASSERT_TRUE(alias.has_value()) << alias.error().message;
   EXPECT_TRUE(alias->tls);
   EXPECT_EQ(alias->gateway, "[::1]:9142");
@@ -55,8 +56,9 @@ TEST(Cs3Url, FormsAndDefaults) {
 }
 
 TEST(Cs3Url, BadUrlsAreRefusedClearly) {
-  for (const char* url : {"cs3://gw.example/space", "cs3://gw.example:9142", "cs3://:9142/s",
-                          "cs3://gw:9142/s?nope=1", "cs3://gw:9142/s#frag", "cs3://gw:9142/s/%zz"}) {
+  for (const char* url :
+       {"cs3://gw.example/space", "cs3://gw.example:9142", "cs3://:9142/s",
+        "cs3://gw:9142/s?nope=1", "cs3://gw:9142/s#frag", "cs3://gw:9142/s/%zz"}) {
     auto r = parse_cs3_url(url, with_env(kAccount));
     ASSERT_FALSE(r.has_value()) << url;
     EXPECT_EQ(r.error().code, Errc::invalid) << url;
@@ -80,8 +82,10 @@ TEST(Cs3Url, CredentialsInTheUrlAreRefusedAndNeverEchoed) {
 TEST(Cs3Url, AccountFromFlagsFilesAndEnvironmentInThatOrder) {
   // --user and --password-file win.
   const auto file = write_temp("secret", "file-secret\n");
-  auto o = with_env({{"INSTANCE_GUARD_CS3_ID", "env-id"}, {"INSTANCE_GUARD_CS3_SECRET", "env-s"},
-                     {"INSTANCE_GUARD_USER", "user-id"}, {"INSTANCE_GUARD_PASSWORD", "pw"}});
+  auto o = with_env({{"INSTANCE_GUARD_CS3_ID", "env-id"},
+                     {"INSTANCE_GUARD_CS3_SECRET", "env-s"},
+                     {"INSTANCE_GUARD_USER", "user-id"},
+                     {"INSTANCE_GUARD_PASSWORD", "pw"}});
   o.user = "flag-id";
   o.password_file = file;
   auto flags = parse_cs3_url("cs3://gw:1/s", o);
@@ -91,7 +95,8 @@ TEST(Cs3Url, AccountFromFlagsFilesAndEnvironmentInThatOrder) {
   // Then the CS3 variables (a secret file before a secret).
   auto env = with_env({{"INSTANCE_GUARD_CS3_ID", "env-id"},
                        {"INSTANCE_GUARD_CS3_SECRET_FILE", file.string()},
-                       {"INSTANCE_GUARD_CS3_SECRET", "env-s"}, {"INSTANCE_GUARD_USER", "user-id"}});
+                       {"INSTANCE_GUARD_CS3_SECRET", "env-s"},
+                       {"INSTANCE_GUARD_USER", "user-id"}});
   auto from_env = parse_cs3_url("cs3://gw:1/s", env);
   ASSERT_TRUE(from_env.has_value());
   EXPECT_EQ(from_env->client_id, "env-id");
@@ -125,7 +130,8 @@ TEST(Cs3Url, OpenStoreDispatchesCs3Urls) {
   GatewayDouble& gateway = shared_gateway();
   auto o = with_env({{"INSTANCE_GUARD_CS3_ID", gateway.options().client_id},
                      {"INSTANCE_GUARD_CS3_SECRET", gateway.options().client_secret}});
-  auto s = open_store("cs3://" + gateway.address() + "/" + gateway.space() + "/" + fresh_folder(), o);
+  auto s =
+      open_store("cs3://" + gateway.address() + "/" + gateway.space() + "/" + fresh_folder(), o);
   ASSERT_TRUE(s.has_value()) << s.error().message;
   EXPECT_TRUE((*s)->describe().starts_with("cs3://" + gateway.address()));
   ASSERT_TRUE((*s)->replace(key("instances/a"), "x"));

@@ -21,8 +21,8 @@ TEST(EtcdCodec, Base64RoundTripsEveryByte) {
 }
 
 TEST(EtcdCodec, Base64DecodeIsStrict) {
-  for (const char* bad : {"Zg=", "Zg", "Z===", "Zm9v\n", "Zm 9", "Zh==", "Zm9=", "=Zm9", "Zg==Zg==",
-                          "Zm-v", "Zm_v"}) {
+  for (const char* bad : {"Zg=", "Zg", "Z===", "Zm9v\n", "Zm 9", "Zh==", "Zm9=", "=Zm9",
+                          "Zg==Zg==", "Zm-v", "Zm_v"}) {
     EXPECT_EQ(base64_decode(bad), std::nullopt) << bad;
   }
 }
@@ -65,8 +65,10 @@ TEST(EtcdCodec, GatewayErrorsMapOntoCodes) {
   auto parse = [](const char* body) { return parse_gateway_error(body).value(); };
   EXPECT_EQ(map_grpc(parse(R"({"error":"etcdserver: requested lease not found","code":5})")),
             Errc::not_found);
-  EXPECT_EQ(map_grpc(parse(R"({"message":"etcdserver: authentication failed, invalid user ID or password","code":3})")),
-            Errc::permission);
+  EXPECT_EQ(
+      map_grpc(parse(
+          R"({"message":"etcdserver: authentication failed, invalid user ID or password","code":3})")),
+      Errc::permission);
   EXPECT_EQ(map_grpc(parse(R"({"message":"etcdserver: user name is empty","code":3})")),
             Errc::permission);
   EXPECT_EQ(map_grpc(parse(R"({"message":"etcdserver: invalid auth token","code":16})")),

@@ -23,7 +23,8 @@ TEST_P(EtcdRace, AtMostOneHolderAtAnyMoment) {
   const auto start = std::chrono::steady_clock::now();
   const RaceReport r = run_race([&](int) { return server.store(prefix); }, mode, kGuards, kRounds);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - start).count();
+                      std::chrono::steady_clock::now() - start)
+                      .count();
   std::cout << "[ race ] store=etcd mode=" << to_string(mode) << " guards=" << kGuards
             << " rounds=" << r.rounds << " rounds_with_holder=" << r.claims
             << " double_holder_rounds=" << r.double_holder_rounds

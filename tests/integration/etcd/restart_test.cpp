@@ -30,8 +30,11 @@ TEST(EtcdRestart, TheHolderRenewsAfterTheServerComesBack) {
   auto scheduler = std::make_shared<ManualScheduler>(clock);
   auto logger = std::make_shared<CapturingLogger>();
   // The lease's TTL runs on the server's real clock: 30 s outlasts the restart.
-  auto guard = Guard::create(store, {.ttl = 30s, .id = "holder", .clock = clock,
-                                     .scheduler = scheduler, .logger = logger,
+  auto guard = Guard::create(store, {.ttl = 30s,
+                                     .id = "holder",
+                                     .clock = clock,
+                                     .scheduler = scheduler,
+                                     .logger = logger,
                                      .mode = Mode::exclusive})
                    .value();
   auto claim = guard.claim();
@@ -54,7 +57,8 @@ TEST(EtcdRestart, TheHolderRenewsAfterTheServerComesBack) {
 
   // Still exclusive after the restart, and the state reads cleanly.
   auto other_store = make_etcd_store(server.options(prefix)).value();
-  auto other = Guard::create(other_store, {.ttl = 30s, .id = "other", .mode = Mode::exclusive}).value();
+  auto other =
+      Guard::create(other_store, {.ttl = 30s, .id = "other", .mode = Mode::exclusive}).value();
   auto refused = other.claim();
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().error.code, Errc::another_instance) << refused.error().error.message;

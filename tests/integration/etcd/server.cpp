@@ -44,7 +44,7 @@ class ServersEnvironment : public ::testing::Environment {
 
 std::string etcd_missing() {
   return ::access("/usr/bin/etcd", X_OK) == 0 ? std::string()
-                                               : "etcd is not installed (Debian: etcd-server)";
+                                              : "etcd is not installed (Debian: etcd-server)";
 }
 
 EtcdServer& EtcdServer::shared() {
@@ -63,10 +63,10 @@ EtcdServer::EtcdServer(Config config) : config_(std::move(config)) {
   char dir_template[] = "/tmp/instance-guard-etcd-XXXXXX";
   if (::mkdtemp(dir_template) == nullptr) return;
   dir_ = dir_template;
-  if (config_.tls &&
-      run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
-          "-addext subjectAltName=IP:127.0.0.1 -keyout " + shell_quote((dir_ / "key.pem").string()) +
-          " -out " + shell_quote(ca_file().string()) + " >/dev/null 2>&1") != 0) {
+  if (config_.tls && run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
+                         "-addext subjectAltName=IP:127.0.0.1 -keyout " +
+                         shell_quote((dir_ / "key.pem").string()) + " -out " +
+                         shell_quote(ca_file().string()) + " >/dev/null 2>&1") != 0) {
     ADD_FAILURE() << "openssl could not make a test certificate";
     return;
   }
@@ -92,14 +92,16 @@ EtcdServer::~EtcdServer() {
 bool EtcdServer::start() {
   if (dir_.empty() || port_ == 0) return false;
   std::string env = "WATCH_PID=" + std::to_string(::getpid()) + " ";
-  if (!config_.root_password.empty()) env += "ETCD_ROOT_PASSWORD=" + shell_quote(config_.root_password) + " ";
+  if (!config_.root_password.empty())
+    env += "ETCD_ROOT_PASSWORD=" + shell_quote(config_.root_password) + " ";
   if (config_.tls) {
-    env += "TLS_CERT=" + shell_quote(ca_file().string()) + " TLS_KEY=" + shell_quote((dir_ / "key.pem").string()) + " ";
+    env += "TLS_CERT=" + shell_quote(ca_file().string()) +
+           " TLS_KEY=" + shell_quote((dir_ / "key.pem").string()) + " ";
   }
   const auto out = dir_ / "start.out";
   if (run(env + "bash " + shell_quote(script()) + " start " + shell_quote(dir_.string()) + " " +
-          std::to_string(port_) + " " + std::to_string(peer_port_) + " > " + shell_quote(out.string()) +
-          " 2>&1") != 0) {
+          std::to_string(port_) + " " + std::to_string(peer_port_) + " > " +
+          shell_quote(out.string()) + " 2>&1") != 0) {
     return false;
   }
   url_ = read_file(out);

@@ -230,7 +230,8 @@ TEST(EtcdTls, EtcdsVerifiesTheServerWithTheGivenCa) {
   open.getenv = [](std::string_view) { return std::optional<std::string>{}; };
   const std::string url = "etcds://127.0.0.1:" + std::to_string(server.port()) + "/tls";
   auto s = open_store(url, open).value();
-  ASSERT_TRUE(s->replace(key("instances/a"), "over tls")) << s->get(key("instances/a")).error().message;
+  ASSERT_TRUE(s->replace(key("instances/a"), "over tls"))
+      << s->get(key("instances/a")).error().message;
   EXPECT_EQ(s->get(key("instances/a"))->data, "over tls");
   auto token = s->lock(key("instances.lock"), 30s, "tls");
   ASSERT_TRUE(token) << token.error().message;

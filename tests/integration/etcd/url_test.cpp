@@ -87,8 +87,8 @@ TEST(EtcdUrl, CredentialsComeFromFilesBeforeTheEnvironment) {
 TEST(EtcdUrl, IncompleteOrDoubleCredentialsAreRefused) {
   EXPECT_FALSE(parse_etcd_url("etcd://h", with_env({{"INSTANCE_GUARD_PASSWORD", "pw"}})));
   EXPECT_FALSE(parse_etcd_url("etcd://u@h", with_env({})));
-  EXPECT_FALSE(parse_etcd_url("etcd://u@h", with_env({{"INSTANCE_GUARD_PASSWORD", "pw"},
-                                                      {"INSTANCE_GUARD_TOKEN", "t"}})));
+  EXPECT_FALSE(parse_etcd_url(
+      "etcd://u@h", with_env({{"INSTANCE_GUARD_PASSWORD", "pw"}, {"INSTANCE_GUARD_TOKEN", "t"}})));
   auto missing = with_env({});
   missing.password_file = "/nonexistent/pw";
   auto r = parse_etcd_url("etcd://u@h", missing);

@@ -24,7 +24,10 @@ class PostgresGuard : public ::testing::Test {
     auto options = test_options(table_);
     options.retry_deadline = 500ms;  // each call to the stopped server gives up soon
     return Guard::create(test_store(options),
-                         {.ttl = ttl, .id = id, .clock = clock_, .scheduler = scheduler_,
+                         {.ttl = ttl,
+                          .id = id,
+                          .clock = clock_,
+                          .scheduler = scheduler_,
                           .mode = Mode::automatic,
                           .on_lost = [this](const Error& e) { lost_ = e.message; }})
         .value();

@@ -95,17 +95,18 @@ bool PostgresServer::first_start() {
 
 bool PostgresServer::start() {
   const auto out = dir_ / "start.out";
-  const std::string cmd = "WATCH_PID=" + std::to_string(::getpid()) + " AUTH_USER=" +
-                          std::string(kUser) + " AUTH_PASSWORD_FILE=" +
-                          shell_quote((dir_ / "password").string()) + " bash " +
-                          shell_quote(script()) + " start " + shell_quote(dir_.string()) + " " +
-                          std::to_string(port_) + " > " + shell_quote(out.string()) + " 2>&1";
+  const std::string cmd =
+      "WATCH_PID=" + std::to_string(::getpid()) + " AUTH_USER=" + std::string(kUser) +
+      " AUTH_PASSWORD_FILE=" + shell_quote((dir_ / "password").string()) + " bash " +
+      shell_quote(script()) + " start " + shell_quote(dir_.string()) + " " + std::to_string(port_) +
+      " > " + shell_quote(out.string()) + " 2>&1";
   const int rc = run(cmd);
   running_ = rc == 0;
   if (rc == 77) {
     absent_ = true;
-    skip_reason_ = "PostgreSQL is not installed (Debian package postgresql; scripts/deps.sh "
-                   "installs it)";
+    skip_reason_ =
+        "PostgreSQL is not installed (Debian package postgresql; scripts/deps.sh "
+        "installs it)";
   } else if (rc != 0) {
     skip_reason_ = read_file(out);
   }
@@ -142,8 +143,10 @@ std::string PostgresServer::admin(const std::string& sql) const {
 PostgresStoreOptions test_options(const std::string& table) {
   auto& server = PostgresServer::get();
   PostgresStoreOptions options;
-  options.params = {{"host", "127.0.0.1"}, {"port", std::to_string(server.port())},
-                    {"dbname", "guard"}, {"user", "postgres"}};
+  options.params = {{"host", "127.0.0.1"},
+                    {"port", std::to_string(server.port())},
+                    {"dbname", "guard"},
+                    {"user", "postgres"}};
   options.table = table;
   options.connect_timeout = std::chrono::milliseconds(2000);
   options.request_timeout = std::chrono::milliseconds(5000);

@@ -17,8 +17,8 @@
 #include <string>
 #include <string_view>
 
-#include "support/server_script.hpp"
 #include "instance/stores/postgres.hpp"
+#include "support/server_script.hpp"
 
 namespace instance::testing {
 
@@ -76,9 +76,9 @@ std::shared_ptr<Store> test_store(PostgresStoreOptions options = test_options())
 
 // Skips the calling test when PostgreSQL is absent (naming the package);
 // fails it when the cluster did not start for another reason.
-#define REQUIRE_POSTGRES()                                                    \
-  do {                                                                        \
-    auto& pg_server_ = ::instance::testing::PostgresServer::get();            \
-    if (pg_server_.absent()) GTEST_SKIP() << pg_server_.skip_reason();        \
+#define REQUIRE_POSTGRES()                                                      \
+  do {                                                                          \
+    auto& pg_server_ = ::instance::testing::PostgresServer::get();              \
+    if (pg_server_.absent()) GTEST_SKIP() << pg_server_.skip_reason();          \
     ASSERT_TRUE(pg_server_.running()) << "the PostgreSQL test cluster is down"; \
   } while (false)

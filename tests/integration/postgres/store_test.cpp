@@ -50,7 +50,8 @@ class PostgresStoreTest : public ::testing::Test {
   std::shared_ptr<Store> another() { return test_store(test_options(table_)); }
   // Ends every lease in our table on the server's clock, as time passing would.
   void expire_leases() {
-    server().admin("UPDATE " + table_ + " SET expires_at = now() - interval '1 ms' WHERE kind = 'l'");
+    server().admin("UPDATE " + table_ +
+                   " SET expires_at = now() - interval '1 ms' WHERE kind = 'l'");
   }
 
   std::string table_;
@@ -66,8 +67,8 @@ TEST_F(PostgresStoreTest, DeclaresEveryCapabilityWithTheServersClock) {
 }
 
 TEST_F(PostgresStoreTest, DescribeNamesTheEndpointAndTable) {
-  EXPECT_EQ(store_->describe(), "postgres://127.0.0.1:" + std::to_string(server().port()) +
-                                    "/guard?table=" + table_);
+  EXPECT_EQ(store_->describe(),
+            "postgres://127.0.0.1:" + std::to_string(server().port()) + "/guard?table=" + table_);
 }
 
 TEST_F(PostgresStoreTest, ALockIsExclusiveUntilUnlocked) {
@@ -167,8 +168,8 @@ TEST_F(PostgresStoreTest, EpochsComeFromTheSequenceAndNeverRepeat) {
 TEST_F(PostgresStoreTest, HostileVersionsTokensAndKeysStayParameters) {
   const Key k = key("instances/a");
   const auto v = store_->replace(k, "one").value();
-  for (std::string_view bad : {"1 OR 1=1", "0; DROP TABLE x", "' OR ''='", "", "-1",
-                               "99999999999999999999999", "1e3"}) {
+  for (std::string_view bad :
+       {"1 OR 1=1", "0; DROP TABLE x", "' OR ''='", "", "-1", "99999999999999999999999", "1e3"}) {
     EXPECT_EQ(store_->replace_if(k, "two", bad).error().code, Errc::conflict) << bad;
     EXPECT_EQ(store_->remove_if(k, bad).error().code, Errc::conflict) << bad;
   }
@@ -244,8 +245,8 @@ TEST_F(PostgresStoreTest, ADownServerIsATransientErrorNamingTheEndpoint) {
   const auto took = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Errc::unavailable) << r.error().message;
-  EXPECT_NE(r.error().message.find("get instances/a at postgres://127.0.0.1:" +
-                                   std::to_string(port) + "/guard"),
+  EXPECT_NE(r.error().message.find(
+                "get instances/a at postgres://127.0.0.1:" + std::to_string(port) + "/guard"),
             std::string::npos)
       << r.error().message;
   EXPECT_NE(r.error().message.find("attempts"), std::string::npos) << r.error().message;
@@ -294,12 +295,14 @@ TEST_F(PostgresStoreTest, ThePasswordWorksAndNeverShows) {
   auto r = bad->get(key("instances/a"));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Errc::permission) << r.error().message;
-  EXPECT_EQ(r.error().message.find("attempts"), std::string::npos) << "a bad password is not retried";
+  EXPECT_EQ(r.error().message.find("attempts"), std::string::npos)
+      << "a bad password is not retried";
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
   for (const std::string& secret : {password, wrong}) {
     EXPECT_EQ(r.error().message.find(secret), std::string::npos);
     EXPECT_EQ(bad->describe().find(secret), std::string::npos);
-    for (const auto& line : logger->lines()) EXPECT_EQ(line.find(secret), std::string::npos) << line;
+    for (const auto& line : logger->lines())
+      EXPECT_EQ(line.find(secret), std::string::npos) << line;
   }
 }
 

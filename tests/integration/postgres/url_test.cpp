@@ -25,8 +25,8 @@ std::string param(const PostgresStoreOptions& o, std::string_view name) {
 }
 
 TEST(PostgresUrl, HostPortDatabaseUserAndTable) {
-  auto o = parse_postgres_url("PostgreSQL://alice@db.example:6543/state?table=svc_a&sslmode=require",
-                              no_env());
+  auto o = parse_postgres_url(
+      "PostgreSQL://alice@db.example:6543/state?table=svc_a&sslmode=require", no_env());
   ASSERT_TRUE(o) << o.error().message;
   EXPECT_EQ(param(*o, "host"), "db.example");
   EXPECT_EQ(param(*o, "port"), "6543");
@@ -51,10 +51,10 @@ TEST(PostgresUrl, DefaultsAndTimeoutsFollowTheTtl) {
 }
 
 TEST(PostgresUrl, APasswordInTheUrlIsRefusedAndNeverEchoed) {
-  for (const char* url : {"postgres://bob:S3cret-pw@host/db", "postgres://bob@host/db?password=S3cret-pw",
-                          "postgres://host/db?sslpassword=S3cret-pw",
-                          "postgres://host/db?pass%77ord=S3cret-pw",
-                          "postgres://bob:S3cr/et-pw@host/db"}) {
+  for (const char* url :
+       {"postgres://bob:S3cret-pw@host/db", "postgres://bob@host/db?password=S3cret-pw",
+        "postgres://host/db?sslpassword=S3cret-pw", "postgres://host/db?pass%77ord=S3cret-pw",
+        "postgres://bob:S3cr/et-pw@host/db"}) {
     auto o = parse_postgres_url(url, no_env());
     ASSERT_FALSE(o) << url;
     EXPECT_EQ(o.error().code, Errc::invalid);
@@ -94,10 +94,10 @@ TEST(PostgresUrl, ATokenIsRefused) {
 }
 
 TEST(PostgresUrl, BadUrlsAreRefused) {
-  for (const char* url : {"postgres://host/db?table=Bad-Name", "postgres://host/db?table=",
-                          "postgres://host/db#frag", "postgres://host/d b",
-                          "postgres://host/db?nonsense_param=1", "mysql://host/db",
-                          "postgres://host/db?table=%zz"}) {
+  for (const char* url :
+       {"postgres://host/db?table=Bad-Name", "postgres://host/db?table=", "postgres://host/db#frag",
+        "postgres://host/d b", "postgres://host/db?nonsense_param=1", "mysql://host/db",
+        "postgres://host/db?table=%zz"}) {
     auto o = parse_postgres_url(url, no_env());
     ASSERT_FALSE(o) << url;
     EXPECT_EQ(o.error().code, Errc::invalid) << url;
@@ -105,8 +105,8 @@ TEST(PostgresUrl, BadUrlsAreRefused) {
 }
 
 TEST(PostgresUrl, OpenStoreDispatchesBothSchemes) {
-  for (const char* url : {"postgres://127.0.0.1:1/db", "postgresql://127.0.0.1:1/db",
-                          "POSTGRES://127.0.0.1:1/db"}) {
+  for (const char* url :
+       {"postgres://127.0.0.1:1/db", "postgresql://127.0.0.1:1/db", "POSTGRES://127.0.0.1:1/db"}) {
     auto store = open_store(url, no_env());
     ASSERT_TRUE(store) << url << ": " << store.error().message;
     EXPECT_EQ((*store)->describe(), "postgres://127.0.0.1:1/db");

@@ -13,12 +13,13 @@ std::shared_ptr<Store> on_shared_server() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Redis, StoreContract,
-                         ::testing::Values(StoreFactory{
-                             "redis", on_shared_server,
-                             [] {
-                               const RedisServer& server = RedisServer::shared();
-                               return server.absent() ? server.why_not() : std::string();
-                             }}),
+                         ::testing::Values(StoreFactory{"redis", on_shared_server,
+                                                        [] {
+                                                          const RedisServer& server =
+                                                              RedisServer::shared();
+                                                          return server.absent() ? server.why_not()
+                                                                                 : std::string();
+                                                        }}),
                          [](const auto& param_info) { return param_info.param.name; });
 
 }  // namespace

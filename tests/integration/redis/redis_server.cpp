@@ -26,9 +26,12 @@ std::string script() { return std::string(INSTANCE_TEST_SERVERS_DIR) + "/redis.s
 std::string describe_reply(const redisReply* r) {
   if (r == nullptr) return "(no reply)";
   switch (r->type) {
-    case REDIS_REPLY_NIL: return "(nil)";
-    case REDIS_REPLY_INTEGER: return "(integer) " + std::to_string(r->integer);
-    case REDIS_REPLY_ERROR: return "(error) " + std::string(r->str, r->len);
+    case REDIS_REPLY_NIL:
+      return "(nil)";
+    case REDIS_REPLY_INTEGER:
+      return "(integer) " + std::to_string(r->integer);
+    case REDIS_REPLY_ERROR:
+      return "(error) " + std::string(r->str, r->len);
     case REDIS_REPLY_ARRAY: {
       std::string out;
       for (std::size_t i = 0; i < r->elements; ++i) {
@@ -37,7 +40,8 @@ std::string describe_reply(const redisReply* r) {
       }
       return out;
     }
-    default: return std::string(r->str, r->len);
+    default:
+      return std::string(r->str, r->len);
   }
 }
 
@@ -69,8 +73,8 @@ RedisServer& RedisServer::shared() {
 }
 
 bool RedisServer::start() {
-  std::string env = "WATCH_PID=" + std::to_string(::getpid()) + " PERSIST=" +
-                    (config_.persistent ? "aof" : "none") + " ";
+  std::string env = "WATCH_PID=" + std::to_string(::getpid()) +
+                    " PERSIST=" + (config_.persistent ? "aof" : "none") + " ";
   if (!config_.password.empty()) {
     const auto file = dir_ / "password";
     std::ofstream(file) << config_.password << "\n";
@@ -78,9 +82,9 @@ bool RedisServer::start() {
     if (!config_.acl_user.empty()) env += "REDIS_ACL_USER=" + shell_quote(config_.acl_user) + " ";
   }
   const auto out = dir_ / "start.out";
-  const int rc = run(env + "bash " + shell_quote(script()) + " start " +
-                     shell_quote(dir_.string()) + " " + std::to_string(port_) + " > " +
-                     shell_quote(out.string()) + " 2>&1");
+  const int rc =
+      run(env + "bash " + shell_quote(script()) + " start " + shell_quote(dir_.string()) + " " +
+          std::to_string(port_) + " > " + shell_quote(out.string()) + " 2>&1");
   if (rc == 3) absent_ = true;
   if (rc != 0) why_not_ = read_file(out);
   return rc == 0;

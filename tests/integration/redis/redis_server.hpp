@@ -13,8 +13,8 @@
 #include <memory>
 #include <string>
 
-#include "support/server_script.hpp"
 #include "instance/stores/redis.hpp"
+#include "support/server_script.hpp"
 
 namespace instance::testing {
 
@@ -68,8 +68,8 @@ class RedisServer {
 
 }  // namespace instance::testing
 
-#define REQUIRE_REDIS(server)                                                         \
-  do {                                                                                \
-    if ((server).absent()) GTEST_SKIP() << (server).why_not();                        \
+#define REQUIRE_REDIS(server)                                                                \
+  do {                                                                                       \
+    if ((server).absent()) GTEST_SKIP() << (server).why_not();                               \
     ASSERT_TRUE((server).running()) << "redis-server did not start: " << (server).why_not(); \
   } while (0)

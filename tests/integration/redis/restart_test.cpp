@@ -33,8 +33,13 @@ class RedisRestart : public ::testing::Test {
   Guard guard(RedisServer& server, std::string id, Duration retry_deadline = 3s) {
     RedisStoreOptions options = server.options(prefix);
     options.retry_deadline = std::chrono::duration_cast<std::chrono::milliseconds>(retry_deadline);
-    GuardOptions g{.ttl = 30s, .id = std::move(id), .clock = clock, .scheduler = scheduler,
-                   .logger = logger, .mode = Mode::automatic, .max_skew = 3s};
+    GuardOptions g{.ttl = 30s,
+                   .id = std::move(id),
+                   .clock = clock,
+                   .scheduler = scheduler,
+                   .logger = logger,
+                   .mode = Mode::automatic,
+                   .max_skew = 3s};
     g.on_lost = [this](const Error& e) {
       ++losses;
       loss = e;

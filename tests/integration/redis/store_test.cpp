@@ -121,7 +121,8 @@ TEST(RedisStore, WrongTypesAndOversizedDocumentsAreMalformedAndLeftAlone) {
   ASSERT_FALSE(big.has_value());
   EXPECT_EQ(big.error().code, Errc::malformed);
   EXPECT_NE(big.error().message.find(std::to_string(kMaxDocumentSize + 1) + " bytes"),
-            std::string::npos) << big.error().message;
+            std::string::npos)
+      << big.error().message;
   EXPECT_EQ(server.command({"EXISTS", prefix + "doc:instances/big"}), "(integer) 1");
 
   server.command({"HSET", prefix + "doc:instances/half", "data", "no version"});
@@ -176,8 +177,10 @@ TEST(RedisStore, TheLeaseExpiresOnTheServersClock) {
   server.command({"PEXPIRE", redis_key, "1"});
   std::optional<std::string> next;
   for (int i = 0; i < 200 && !next; ++i) {
-    if (auto t = store->lock(lock, 20s, "b")) next = *t;
-    else std::this_thread::sleep_for(5ms);  // the server's expiry, not ours: 1 ms on its clock
+    if (auto t = store->lock(lock, 20s, "b"))
+      next = *t;
+    else
+      std::this_thread::sleep_for(5ms);  // the server's expiry, not ours: 1 ms on its clock
   }
   ASSERT_TRUE(next.has_value());
   EXPECT_EQ(store->refresh_lock(lock, token, 20s).error().code, Errc::locked);
@@ -255,9 +258,11 @@ TEST(RedisStore, LogsOnceWhenTheServerHasNoPersistence) {
   auto store = make_redis_store(options).value();
   (void)store->capabilities();
   (void)store->capabilities();
-  EXPECT_EQ(std::ranges::count_if(logger->lines(), [](const auto& l) {
-              return l.text().find("without append-only persistence") != std::string::npos;
-            }),
+  EXPECT_EQ(std::ranges::count_if(logger->lines(),
+                                  [](const auto& l) {
+                                    return l.text().find("without append-only persistence") !=
+                                           std::string::npos;
+                                  }),
             1);
 
   RedisServer& persistent = RedisServer::shared();

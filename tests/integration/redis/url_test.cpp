@@ -58,10 +58,10 @@ TEST(RedisUrl, RetryDeadlineFollowsTheTtl) {
 }
 
 TEST(RedisUrl, BadUrlsAreInvalidWithAReason) {
-  for (const char* url : {"redis://", "redis://:6379", "redis://h:0", "redis://h:65536",
-                          "redis://h:x", "redis://h/-1", "redis://h/db1", "redis://h?db=2",
-                          "redis://h#frag", "redis://h h", "redis://::1:6379", "redis://[::1",
-                          "redis://h?prefix=%zz", "redis:h"}) {
+  for (const char* url :
+       {"redis://", "redis://:6379", "redis://h:0", "redis://h:65536", "redis://h:x",
+        "redis://h/-1", "redis://h/db1", "redis://h?db=2", "redis://h#frag", "redis://h h",
+        "redis://::1:6379", "redis://[::1", "redis://h?prefix=%zz", "redis:h"}) {
     auto r = parse_redis_url(url, with_env({}));
     ASSERT_FALSE(r.has_value()) << url;
     EXPECT_EQ(r.error().code, Errc::invalid) << url;
@@ -108,7 +108,8 @@ TEST(RedisUrl, CredentialsComeFromTheFileOrTheEnvironment) {
   EXPECT_EQ(from_file.user, "envu") << "INSTANCE_GUARD_USER wins over the URL's user";
   o.user = "flaguser";
   EXPECT_EQ(parse_redis_url("redis://urluser@h", o)->user, "flaguser");
-  auto url_user = parse_redis_url("redis://urluser@h", with_env({{"INSTANCE_GUARD_PASSWORD", "p"}}));
+  auto url_user =
+      parse_redis_url("redis://urluser@h", with_env({{"INSTANCE_GUARD_PASSWORD", "p"}}));
   EXPECT_EQ(url_user->user, "urluser");
 }
 

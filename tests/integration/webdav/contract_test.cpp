@@ -17,7 +17,8 @@ INSTANTIATE_TEST_SUITE_P(
                       // No conditional writes (If-Match ignored): the plain part.
                       // nginx also hides names starting with '.' from listings
                       // (peers_test: NginxHidesDotNamesFromListings).
-                      StoreFactory{.name = "nginx", .make = [] { return on(WebDavServer::nginx()); },
+                      StoreFactory{.name = "nginx",
+                                   .make = [] { return on(WebDavServer::nginx()); },
                                    .lists_dot_names = false},
                       StoreFactory{"rclone", [] { return on(WebDavServer::rclone()); }},
                       StoreFactory{"sabredav", [] { return on(WebDavServer::sabredav()); }}),

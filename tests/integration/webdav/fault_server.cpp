@@ -15,17 +15,28 @@ namespace {
 
 std::string_view status_text(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 204: return "No Content";
-    case 207: return "Multi-Status";
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    case 412: return "Precondition Failed";
-    case 425: return "Too Early";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Status";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 204:
+      return "No Content";
+    case 207:
+      return "Multi-Status";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 412:
+      return "Precondition Failed";
+    case 425:
+      return "Too Early";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Status";
   }
 }
 
@@ -121,8 +132,8 @@ void FaultServer::serve(int fd) {
     while (line_end != std::string::npos) {
       const auto start = line_end + 2;
       line_end = head.find("\r\n", start);
-      const auto line = head.substr(start, line_end == std::string::npos ? std::string::npos
-                                                                          : line_end - start);
+      const auto line =
+          head.substr(start, line_end == std::string::npos ? std::string::npos : line_end - start);
       const auto colon = line.find(':');
       if (colon == std::string::npos) continue;
       std::string name = line.substr(0, colon);
@@ -164,13 +175,13 @@ FaultReply multistatus(const std::vector<std::string>& hrefs) {
   for (const auto& href : hrefs) {
     body += "<D:response><D:href>" + href + "</D:href><D:propstat><D:prop><D:resourcetype>";
     if (href.ends_with('/')) body += "<D:collection/>";
-    body += "</D:resourcetype></D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>"
-            "</D:response>";
+    body +=
+        "</D:resourcetype></D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>"
+        "</D:response>";
   }
   body += "</D:multistatus>";
-  return FaultReply{.status = 207,
-                    .headers = {{"Content-Type", "application/xml; charset=utf-8"}},
-                    .body = body};
+  return FaultReply{
+      .status = 207, .headers = {{"Content-Type", "application/xml; charset=utf-8"}}, .body = body};
 }
 
 }  // namespace instance::testing

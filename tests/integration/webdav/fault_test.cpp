@@ -2,8 +2,8 @@
 // scripted FaultServer (see fault_server.hpp): a server that is down, 500
 // then recovery, 425 Too Early, bodies that are not XML, hostile hrefs,
 // oversized bodies, redirects, a bearer token refused.
-#include <algorithm>
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <deque>
 #include <map>
@@ -56,8 +56,8 @@ class TinyDav {
     }
     if (r.method == "PUT") {
       if (r.headers.contains("if-none-match") && it != files.end()) return {.status = 412};
-      if (auto m = r.headers.find("if-match"); m != r.headers.end() &&
-                                               (it == files.end() || etag(it->second) != m->second)) {
+      if (auto m = r.headers.find("if-match");
+          m != r.headers.end() && (it == files.end() || etag(it->second) != m->second)) {
         return {.status = 412};
       }
       const bool existed = it != files.end();
@@ -66,7 +66,8 @@ class TinyDav {
     }
     if (r.method == "DELETE") {
       if (it == files.end()) return {.status = 404};
-      if (auto m = r.headers.find("if-match"); m != r.headers.end() && etag(it->second) != m->second) {
+      if (auto m = r.headers.find("if-match");
+          m != r.headers.end() && etag(it->second) != m->second) {
         return {.status = 412};
       }
       files.erase(it);
@@ -227,9 +228,8 @@ TEST_F(Faults, BodiesThatAreNotXmlAreMalformed) {
 TEST_F(Faults, HostileHrefsAreMalformedAndNothingIsDeleted) {
   for (const std::string_view href :
        {"/s/instances/..", "/s/instances/%2E%2E", "/s/instances/a%2Fb", "/s/instances/%2F",
-        "/s/instances/a%00b", "/other/instances/a", "/",
-        "http://elsewhere.example/other/a", "/s/instances/a/../../../etc/passwd",
-        "/s/elsewhere/a"}) {
+        "/s/instances/a%00b", "/other/instances/a", "/", "http://elsewhere.example/other/a",
+        "/s/instances/a/../../../etc/passwd", "/s/elsewhere/a"}) {
     SCOPED_TRACE(href);
     FaultServer server([&](const FaultRequest& r) {
       if (r.method == "PROPFIND") {
@@ -257,10 +257,14 @@ TEST_F(Faults, OversizedReplyBodyIsMalformed) {
 }
 
 TEST_F(Faults, StatusesMapToTheStoreCodes) {
-  for (const auto& [status, code] : std::vector<std::pair<int, Errc>>{
-           {507, Errc::no_space}, {423, Errc::locked}, {403, Errc::permission},
-           {400, Errc::invalid}, {501, Errc::unsupported}, {410, Errc::not_found}}) {
-    FaultServer server([status = status](const FaultRequest&) { return FaultReply{.status = status}; });
+  for (const auto& [status, code] : std::vector<std::pair<int, Errc>>{{507, Errc::no_space},
+                                                                      {423, Errc::locked},
+                                                                      {403, Errc::permission},
+                                                                      {400, Errc::invalid},
+                                                                      {501, Errc::unsupported},
+                                                                      {410, Errc::not_found}}) {
+    FaultServer server(
+        [status = status](const FaultRequest&) { return FaultReply{.status = status}; });
     auto r = make_store(options(server))->replace(key("instances/a"), "x");
     ASSERT_FALSE(r.has_value()) << status;
     EXPECT_EQ(r.error().code, code) << status << ": " << r.error().message;
@@ -350,7 +354,8 @@ TEST_F(Faults, ProbeDowngradesAServerThatIgnoresConditionalHeaders) {
       return FaultReply{.status = 204, .headers = {{"ETag", "\"" + r.body + "\""}}};
     }
     if (r.method == "GET" && files.contains(r.target)) {
-      return FaultReply{.status = 200, .headers = {{"ETag", "\"" + files[r.target] + "\""}},
+      return FaultReply{.status = 200,
+                        .headers = {{"ETag", "\"" + files[r.target] + "\""}},
                         .body = files[r.target]};
     }
     if (r.method == "DELETE") {

@@ -15,9 +15,8 @@ std::string reply(std::string_view ns_decl, std::string_view prefix,
   for (const auto& [href, collection] : items) {
     body += "<" + p + "response><" + p + "href>" + href + "</" + p + "href><" + p + "propstat><" +
             p + "prop><" + p + "resourcetype>" + (collection ? "<" + p + "collection/>" : "") +
-            "</" + p + "resourcetype><" + p + "getetag>\"e1\"</" + p + "getetag></" + p +
-            "prop><" + p + "status>HTTP/1.1 200 OK</" + p + "status></" + p + "propstat></" + p +
-            "response>";
+            "</" + p + "resourcetype><" + p + "getetag>\"e1\"</" + p + "getetag></" + p + "prop><" +
+            p + "status>HTTP/1.1 200 OK</" + p + "status></" + p + "propstat></" + p + "response>";
   }
   return body + "</" + p + "multistatus>";
 }
@@ -33,11 +32,14 @@ std::vector<std::string> joined(const std::vector<ListingEntry>& entries) {
 }
 
 TEST(Listing, AnyPrefixBoundToDavIsAccepted) {
-  for (auto [decl, prefix] : std::vector<std::pair<std::string, std::string>>{
-           {"xmlns:D=\"DAV:\"", "D"}, {"xmlns:d=\"DAV:\"", "d"}, {"xmlns:lp1=\"DAV:\"", "lp1"},
-           {"xmlns=\"DAV:\"", ""}}) {
+  for (auto [decl, prefix] :
+       std::vector<std::pair<std::string, std::string>>{{"xmlns:D=\"DAV:\"", "D"},
+                                                        {"xmlns:d=\"DAV:\"", "d"},
+                                                        {"xmlns:lp1=\"DAV:\"", "lp1"},
+                                                        {"xmlns=\"DAV:\"", ""}}) {
     auto entries = parse_multistatus(
-        reply(decl, prefix, {{"/dav/spaces/a%24b/state/", true}, {"/dav/spaces/a%24b/state/x", false}}),
+        reply(decl, prefix,
+              {{"/dav/spaces/a%24b/state/", true}, {"/dav/spaces/a%24b/state/x", false}}),
         kBase);
     ASSERT_TRUE(entries.has_value()) << prefix << ": " << entries.error().message;
     EXPECT_EQ(joined(*entries), (std::vector<std::string>{"/", "x"})) << prefix;
@@ -53,13 +55,13 @@ TEST(Listing, ElementsOutsideTheDavNamespaceDoNotCount) {
 }
 
 TEST(Listing, FullUrlsAndEncodedNamesAreDecoded) {
-  auto entries = parse_multistatus(
-      reply("xmlns:D=\"DAV:\"", "D",
-            {{"https://cloud.example/dav/spaces/a%24b/state/", true},
-             {"https://cloud.example/dav/spaces/a$b/state/instances/", true},
-             {"/dav/spaces/a%24b/state/x%252Fy", false},
-             {"/dav/spaces/a%24b/state/%252E%252E", false}}),
-      kBase);
+  auto entries =
+      parse_multistatus(reply("xmlns:D=\"DAV:\"", "D",
+                              {{"https://cloud.example/dav/spaces/a%24b/state/", true},
+                               {"https://cloud.example/dav/spaces/a$b/state/instances/", true},
+                               {"/dav/spaces/a%24b/state/x%252Fy", false},
+                               {"/dav/spaces/a%24b/state/%252E%252E", false}}),
+                        kBase);
   ASSERT_TRUE(entries.has_value()) << entries.error().message;
   EXPECT_EQ(joined(*entries), (std::vector<std::string>{"/", "instances/", "x%2Fy", "%2E%2E"}));
 }
@@ -67,24 +69,23 @@ TEST(Listing, FullUrlsAndEncodedNamesAreDecoded) {
 TEST(Listing, NamesThatAreNotCanonicalAreListedAsTheyAre) {
   // Every file under instances/ is a record to judge, whatever its name, as
   // the original guard judges it: a foreign name never fails the listing.
-  auto entries = parse_multistatus(
-      reply("xmlns:D=\"DAV:\"", "D",
-            {{"/dav/spaces/a%24b/state/a%20b", false},
-             {"/dav/spaces/a%24b/state/%2541", false},
-             {"/dav/spaces/a%24b/state/%FF%FE", false},
-             {"/dav/spaces/a%24b/state/x~y", false}}),
-      kBase);
+  auto entries = parse_multistatus(reply("xmlns:D=\"DAV:\"", "D",
+                                         {{"/dav/spaces/a%24b/state/a%20b", false},
+                                          {"/dav/spaces/a%24b/state/%2541", false},
+                                          {"/dav/spaces/a%24b/state/%FF%FE", false},
+                                          {"/dav/spaces/a%24b/state/x~y", false}}),
+                                   kBase);
   ASSERT_TRUE(entries.has_value()) << entries.error().message;
   EXPECT_EQ(joined(*entries), (std::vector<std::string>{"a b", "%41", "\xFF\xFE", "x~y"}));
 }
 
 TEST(Listing, EntitiesAreNeverExpanded) {
   // A DOCTYPE's entities stay unexpanded (no entity bomb): "&b;" is a name.
-  auto entries = parse_multistatus(
-      R"(<!DOCTYPE d [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]>)"
-      R"(<D:multistatus xmlns:D="DAV:"><D:response><D:href>/s/&b;</D:href>)"
-      R"(</D:response></D:multistatus>)",
-      {"s"});
+  auto entries =
+      parse_multistatus(R"(<!DOCTYPE d [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]>)"
+                        R"(<D:multistatus xmlns:D="DAV:"><D:response><D:href>/s/&b;</D:href>)"
+                        R"(</D:response></D:multistatus>)",
+                        {"s"});
   ASSERT_TRUE(entries.has_value()) << entries.error().message;
   EXPECT_EQ(joined(*entries), (std::vector<std::string>{"&b;"}));
 }
@@ -126,25 +127,17 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Hostile{"not_xml", "this is not XML at all"},
         Hostile{"html", "<html><body>Login</body></html>"},
-        Hostile{"json", R"({"multistatus": []})"},
-        Hostile{"empty", ""},
+        Hostile{"json", R"({"multistatus": []})"}, Hostile{"empty", ""},
         Hostile{"truncated", R"(<D:multistatus xmlns:D="DAV:"><D:response><D:href>/s/)"},
         Hostile{"no_responses", R"(<D:multistatus xmlns:D="DAV:"></D:multistatus>)"},
         Hostile{"no_href", R"(<D:multistatus xmlns:D="DAV:"><D:response/></D:multistatus>)"},
-        Hostile{"dotdot", one("/s/..")},
-        Hostile{"dotdot_encoded", one("/s/%2E%2E")},
-        Hostile{"dot", one("/s/./x")},
-        Hostile{"encoded_slash", one("/s/a%2Fb")},
-        Hostile{"encoded_slash_lower", one("/s/a%2fb")},
-        Hostile{"nul", one("/s/a%00b")},
-        Hostile{"bad_escape", one("/s/a%G0")},
-        Hostile{"truncated_escape", one("/s/a%2")},
-        Hostile{"outside_base", one("/other/x")},
-        Hostile{"base_prefix_only", one("/sx/y")},
-        Hostile{"parent_of_base", one("/")},
-        Hostile{"relative", one("x")},
-        Hostile{"query", one("/s/x?a=b")},
-        Hostile{"empty_segment", one("/s//x")}),
+        Hostile{"dotdot", one("/s/..")}, Hostile{"dotdot_encoded", one("/s/%2E%2E")},
+        Hostile{"dot", one("/s/./x")}, Hostile{"encoded_slash", one("/s/a%2Fb")},
+        Hostile{"encoded_slash_lower", one("/s/a%2fb")}, Hostile{"nul", one("/s/a%00b")},
+        Hostile{"bad_escape", one("/s/a%G0")}, Hostile{"truncated_escape", one("/s/a%2")},
+        Hostile{"outside_base", one("/other/x")}, Hostile{"base_prefix_only", one("/sx/y")},
+        Hostile{"parent_of_base", one("/")}, Hostile{"relative", one("x")},
+        Hostile{"query", one("/s/x?a=b")}, Hostile{"empty_segment", one("/s//x")}),
     [](const auto& param_info) { return param_info.param.name; });
 
 }  // namespace

@@ -94,8 +94,8 @@ TEST_P(Lease, ForeignOrHostileTokensNeverReachAHeader) {
   auto token = s->lock(kLease, seconds(30), "me");
   ASSERT_TRUE(token);
   const auto before = stats_->requests.load();
-  for (const std::string& bad : {std::string(""), *token + ">\r\nX-Injected: 1", std::string("a b"),
-                                std::string("<x>")}) {
+  for (const std::string& bad :
+       {std::string(""), *token + ">\r\nX-Injected: 1", std::string("a b"), std::string("<x>")}) {
     EXPECT_EQ(s->refresh_lock(kLease, bad, seconds(30)).error().code, Errc::not_found);
     EXPECT_EQ(s->unlock(kLease, bad).error().code, Errc::not_found);
   }
@@ -251,8 +251,7 @@ INSTANTIATE_TEST_SUITE_P(Servers, Lease,
 // Whether a line at `level` says why native leases are off on `server`.
 bool logged(const CapturingLogger& logger, LogLevel level, std::string_view server) {
   for (const auto& line : logger.lines_at(level)) {
-    if (line.find("native leases") != std::string::npos &&
-        line.find(server) != std::string::npos) {
+    if (line.find("native leases") != std::string::npos && line.find(server) != std::string::npos) {
       return true;
     }
   }
@@ -349,8 +348,8 @@ const std::string kUser = "guard";
 const std::string kPassword = "pw-Lk9#s3cr3t";
 
 TEST(LeaseAuth, NoSecretInLeaseErrorsOrLogs) {
-  auto& server = WebDavServer::get("apache-lease-auth", {.kind = ServerKind::apache,
-                                                         .user = kUser, .password = kPassword});
+  auto& server = WebDavServer::get(
+      "apache-lease-auth", {.kind = ServerKind::apache, .user = kUser, .password = kPassword});
   ASSERT_TRUE(server.running());
   auto logger = std::make_shared<CapturingLogger>();
   std::vector<std::string> texts;

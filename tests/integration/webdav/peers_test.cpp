@@ -65,8 +65,8 @@ TEST_P(Peer, TheLockGrantIsWhatTheServerSays) {
   const Key k = key("instances.lock");
   auto token = s->lock(k, seconds(120), "me");
   ASSERT_TRUE(token) << token.error().message;
-  const Duration expected = GetParam().name == "nginx" ? Duration(kNginxLockZone)
-                                                       : Duration(seconds(120));
+  const Duration expected =
+      GetParam().name == "nginx" ? Duration(kNginxLockZone) : Duration(seconds(120));
   EXPECT_EQ(s->lock_granted(k, *token), expected);
   ASSERT_TRUE(s->refresh_lock(k, *token, seconds(90)));
   EXPECT_EQ(s->lock_granted(k, *token),

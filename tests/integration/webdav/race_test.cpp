@@ -39,9 +39,8 @@ TEST_P(WebDavRace, AtMostOneHolderAtAnyMoment) {
     GTEST_SKIP() << c.server << " offers neither an atomic lock nor atomic conditional writes";
   }
   const RaceReport r = run_race(store_for, mode, kGuards, c.rounds, c.ttl, c.max_skew);
-  std::cout << "[ race ] store=" << c.server << " mode=" << to_string(mode)
-            << " guards=" << kGuards << " rounds=" << r.rounds
-            << " rounds_with_holder=" << r.claims
+  std::cout << "[ race ] store=" << c.server << " mode=" << to_string(mode) << " guards=" << kGuards
+            << " rounds=" << r.rounds << " rounds_with_holder=" << r.claims
             << " double_holder_rounds=" << r.double_holder_rounds
             << " max_holders=" << r.max_holders << " errors=" << r.errors << "; "
             << r.holders_per_round() << "\n";

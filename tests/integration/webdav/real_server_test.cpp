@@ -151,9 +151,9 @@ TEST_P(RealServer, FilesWithNamesThisStoreNeverWritesAreListedReadAndRemoved) {
   // Every file under instances/ is a record to judge, whatever its name, as
   // the original guard judges it. Placed on the server's disk directly; the
   // requests for them percent-encode the name again.
-  for (const std::string& name : {std::string("\xff\xfe"), std::string("a b"),
-                                 std::string("%2e%2e"), std::string("caf\xc3\xa9"),
-                                 std::string("x~"), std::string("q?#&+")}) {
+  for (const std::string& name :
+       {std::string("\xff\xfe"), std::string("a b"), std::string("%2e%2e"),
+        std::string("caf\xc3\xa9"), std::string("x~"), std::string("q?#&+")}) {
     SCOPED_TRACE(name);
     const auto folder = WebDavServer::fresh_folder();
     server().place_file(std::filesystem::path(folder) / "instances" / name, "{}");
@@ -209,8 +209,8 @@ TEST_P(RealServer, OversizedWriteIsRefusedWithoutARequest) {
 
 TEST_P(RealServer, AClaimLikeSequenceUsesOneConnection) {
   // Another instance left an expired record.
-  ASSERT_TRUE(make_store(options_for(server(), folder_))->replace(key("instances/old"),
-                                                                  R"({"id":"old"})"));
+  ASSERT_TRUE(
+      make_store(options_for(server(), folder_))->replace(key("instances/old"), R"({"id":"old"})"));
   options_.probe_capabilities = true;
   auto s = store();
   const auto caps = s->capabilities();  // what a guard asks first
@@ -235,7 +235,7 @@ TEST_P(RealServer, AClaimInAFreshFolderUsesOneConnection) {
   options_.probe_capabilities = true;
   auto s = store();
   s->capabilities();
-  ASSERT_TRUE(s->list(key("instances"))->empty());  // 404: the folder is missing
+  ASSERT_TRUE(s->list(key("instances"))->empty());                 // 404: the folder is missing
   ASSERT_TRUE(s->replace(key("instances/me"), R"({"id":"me"})"));  // MKCOLs first, no 409
   ASSERT_TRUE(s->replace(key("instances/me"), R"({"id":"me","n":2})"));
   ASSERT_TRUE(s->remove(key("instances/me")));

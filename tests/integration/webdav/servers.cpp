@@ -55,11 +55,16 @@ std::filesystem::path server_scripts_dir() { return INSTANCE_TEST_SERVERS_DIR; }
 
 std::string script_name(ServerKind kind) {
   switch (kind) {
-    case ServerKind::apache: return "apache.sh";
-    case ServerKind::lighttpd: return "lighttpd.sh";
-    case ServerKind::nginx: return "nginx.sh";
-    case ServerKind::rclone: return "rclone.sh";
-    case ServerKind::sabredav: return "sabredav.sh";
+    case ServerKind::apache:
+      return "apache.sh";
+    case ServerKind::lighttpd:
+      return "lighttpd.sh";
+    case ServerKind::nginx:
+      return "nginx.sh";
+    case ServerKind::rclone:
+      return "rclone.sh";
+    case ServerKind::sabredav:
+      return "sabredav.sh";
   }
   return "apache.sh";
 }
@@ -107,24 +112,24 @@ bool WebDavServer::start() {
     const auto htpasswd = dir_ / "htpasswd";
     // The test password goes through stdin, not the command line.
     const auto line_cmd = "printf '%s\\n' " + shell_quote(config_.password) +
-                          " | openssl passwd -apr1 -stdin > " + shell_quote((dir_ / "hash").string());
+                          " | openssl passwd -apr1 -stdin > " +
+                          shell_quote((dir_ / "hash").string());
     if (run(line_cmd) != 0) return false;
     auto hash = read_file(dir_ / "hash");
     while (!hash.empty() && (hash.back() == '\n' || hash.back() == '\r')) hash.pop_back();
     std::ofstream(htpasswd) << config_.user << ":" << hash << "\n";
-    std::filesystem::permissions(htpasswd, std::filesystem::perms::owner_read |
-                                               std::filesystem::perms::owner_write |
-                                               std::filesystem::perms::others_read |
-                                               std::filesystem::perms::group_read);
+    std::filesystem::permissions(
+        htpasswd, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                      std::filesystem::perms::others_read | std::filesystem::perms::group_read);
     env += "HTPASSWD=" + shell_quote(htpasswd.string()) + " ";
   }
   if (config_.tls) {
     const auto cert = dir_ / "cert.pem";
     const auto key = dir_ / "key.pem";
-    const auto gen = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
-                     "-addext subjectAltName=IP:127.0.0.1 -keyout " +
-                     shell_quote(key.string()) + " -out " + shell_quote(cert.string()) +
-                     " >/dev/null 2>&1";
+    const auto gen =
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
+        "-addext subjectAltName=IP:127.0.0.1 -keyout " +
+        shell_quote(key.string()) + " -out " + shell_quote(cert.string()) + " >/dev/null 2>&1";
     if (run(gen) != 0) return false;
     env += "TLS_CERT=" + shell_quote(cert.string()) + " TLS_KEY=" + shell_quote(key.string()) + " ";
   }

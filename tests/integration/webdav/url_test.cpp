@@ -47,9 +47,11 @@ TEST(WebDavUrl, SchemesMapToHttpAndHttps) {
 TEST(WebDavUrl, OpenCloudSpaces) {
   auto dflt = parse_webdav_url("opencloud://cloud.example/storage-id$space-id", with_env({}));
   ASSERT_TRUE(dflt.has_value()) << dflt.error().message;
-  EXPECT_EQ(dflt->base_url, "https://cloud.example/dav/spaces/storage-id%24space-id/.instance-guard");
+  EXPECT_EQ(dflt->base_url,
+            "https://cloud.example/dav/spaces/storage-id%24space-id/.instance-guard");
 
-  auto folder = parse_webdav_url("opencloud://cloud.example:9200/sid%24x/apps/my%20svc/", with_env({}));
+  auto folder =
+      parse_webdav_url("opencloud://cloud.example:9200/sid%24x/apps/my%20svc/", with_env({}));
   ASSERT_TRUE(folder.has_value()) << folder.error().message;
   EXPECT_EQ(folder->base_url, "https://cloud.example:9200/dav/spaces/sid%24x/apps/my%20svc");
 
@@ -79,10 +81,10 @@ TEST(WebDavUrl, PasswordInUrlIsRefusedAndNeverEchoed) {
   EXPECT_NE(r.error().message.find("--password-file"), std::string::npos);
 
   // Passwords with characters that end the authority when unescaped.
-  for (const char* url : {"webdav://alice:pa#ss-Xq1@dav.example/state",
-                          "webdav://alice:pa/ss-Xq1@dav.example/state",
-                          "webdav://alice:pa?ss-Xq1@dav.example/state",
-                          "webdav://alice:pa@ss-Xq1@dav.example/state"}) {
+  for (const char* url :
+       {"webdav://alice:pa#ss-Xq1@dav.example/state", "webdav://alice:pa/ss-Xq1@dav.example/state",
+        "webdav://alice:pa?ss-Xq1@dav.example/state",
+        "webdav://alice:pa@ss-Xq1@dav.example/state"}) {
     auto odd = parse_webdav_url(url, with_env({}));
     ASSERT_FALSE(odd.has_value()) << url;
     EXPECT_EQ(odd.error().code, Errc::invalid);
@@ -108,8 +110,9 @@ TEST(WebDavUrl, UserFromUrlWithPasswordFromEnvironment) {
 }
 
 TEST(WebDavUrl, CredentialsFromEnvironment) {
-  auto basic = parse_webdav_url("webdavs://h/s", with_env({{"INSTANCE_GUARD_USER", "bob"},
-                                                           {"INSTANCE_GUARD_PASSWORD", "app-token"}}));
+  auto basic = parse_webdav_url(
+      "webdavs://h/s",
+      with_env({{"INSTANCE_GUARD_USER", "bob"}, {"INSTANCE_GUARD_PASSWORD", "app-token"}}));
   ASSERT_TRUE(basic.has_value()) << basic.error().message;
   EXPECT_EQ(basic->auth, WebDavAuth::basic);
   EXPECT_EQ(basic->user, "bob");
@@ -140,7 +143,8 @@ TEST(WebDavUrl, CredentialsFromEnvironment) {
 TEST(WebDavUrl, CredentialsFromFilesWinOverTheEnvironment) {
   const auto password = write_temp("pw", "file-pw\n");
   const auto token = write_temp("tok", "file-token\r\n");
-  auto options = with_env({{"INSTANCE_GUARD_PASSWORD", "env-pw"}, {"INSTANCE_GUARD_USER", "env-user"}});
+  auto options =
+      with_env({{"INSTANCE_GUARD_PASSWORD", "env-pw"}, {"INSTANCE_GUARD_USER", "env-user"}});
   options.password_file = password;
   options.user = "flag-user";
   auto basic = parse_webdav_url("webdavs://h/s", options);
@@ -182,8 +186,8 @@ TEST(WebDavUrl, TakesTlsLoggerAndSkewFromOpenOptions) {
 }
 
 TEST(WebDavUrl, OpenStoreDispatchesWebDavSchemes) {
-  for (const char* url : {"webdav://127.0.0.1:1/x", "webdavs://127.0.0.1:1/x",
-                          "opencloud://127.0.0.1:1/space"}) {
+  for (const char* url :
+       {"webdav://127.0.0.1:1/x", "webdavs://127.0.0.1:1/x", "opencloud://127.0.0.1:1/space"}) {
     auto store = open_store(url, with_env({}));
     ASSERT_TRUE(store.has_value()) << url << ": " << store.error().message;
     EXPECT_NE((*store)->describe().find("127.0.0.1:1"), std::string::npos);

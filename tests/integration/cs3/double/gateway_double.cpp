@@ -123,7 +123,9 @@ struct GatewayDouble::State final : gw::GatewayAPI::Service {
   std::vector<int> open_fds;
 
   // ---------------------------------------------------------------- helpers
-  WallClock::time_point now() const { return WallClock::now() + std::chrono::duration_cast<WallClock::duration>(offset); }
+  WallClock::time_point now() const {
+    return WallClock::now() + std::chrono::duration_cast<WallClock::duration>(offset);
+  }
   std::uint64_t now_ns() const {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(now().time_since_epoch()).count());
@@ -247,11 +249,11 @@ struct GatewayDouble::State final : gw::GatewayAPI::Service {
     return id;
   }
 
-#define GUARD_CALL(response)                                                   \
-  std::lock_guard lock(mu);                                                    \
+#define GUARD_CALL(response) \
+  std::lock_guard lock(mu);  \
   if (!authorised(context)) return answer(response, rpc::CODE_UNAUTHENTICATED, "bad token")
-#define RESOLVE(var, req, response)                                            \
-  const auto var##_opt = resolve(req->ref());                                  \
+#define RESOLVE(var, req, response)                                                     \
+  const auto var##_opt = resolve(req->ref());                                           \
   if (!var##_opt) return answer(response, rpc::CODE_INVALID_ARGUMENT, "bad reference"); \
   const std::string& var = *var##_opt
 
@@ -311,7 +313,8 @@ struct GatewayDouble::State final : gw::GatewayAPI::Service {
     };
     add_user(options.client_id);
     for (const auto& m : options.members) add_user(m);
-    if (options.group_member) response->add_grants()->mutable_grantee()->set_type(sp::GRANTEE_TYPE_GROUP);
+    if (options.group_member)
+      response->add_grants()->mutable_grantee()->set_type(sp::GRANTEE_TYPE_GROUP);
     return answer(response, rpc::CODE_OK);
   }
 
@@ -426,8 +429,11 @@ struct GatewayDouble::State final : gw::GatewayAPI::Service {
       }
     }
     const std::string token = "transfer-" + random_hex(16);
-    transfers[token] = Transfer{.upload = true, .path = rel, .existed = exists,
-                                .if_match = request->if_match(), .lock_id = request->lock_id()};
+    transfers[token] = Transfer{.upload = true,
+                                .path = rel,
+                                .existed = exists,
+                                .if_match = request->if_match(),
+                                .lock_id = request->lock_id()};
     issued.push_back(token);
     for (const char* protocol : {"simple", "tus"}) {
       auto* p = response->add_protocols();
@@ -541,11 +547,15 @@ struct GatewayDouble::State final : gw::GatewayAPI::Service {
     if (transfer.existed) {
       if (!exists) return reply.status = 404, reply;
       Node& n = nodes[rel];
-      if (!transfer.if_match.empty() && n.etag != transfer.if_match) return reply.status = 412, reply;
+      if (!transfer.if_match.empty() && n.etag != transfer.if_match)
+        return reply.status = 412, reply;
       switch (check_lock(n, transfer.lock_id)) {
-        case rpc::CODE_OK: break;
-        case rpc::CODE_LOCKED: return reply.status = 423, reply;
-        default: return reply.status = 412, reply;
+        case rpc::CODE_OK:
+          break;
+        case rpc::CODE_LOCKED:
+          return reply.status = 423, reply;
+        default:
+          return reply.status = 412, reply;
       }
     } else if (exists) {
       return reply.status = 412, reply;  // exclusive creation lost
@@ -601,8 +611,8 @@ struct GatewayDouble::State final : gw::GatewayAPI::Service {
       while (line_end != std::string::npos) {
         const auto start = line_end + 2;
         line_end = head.find("\r\n", start);
-        const auto line = head.substr(start, line_end == std::string::npos ? std::string::npos
-                                                                            : line_end - start);
+        const auto line = head.substr(
+            start, line_end == std::string::npos ? std::string::npos : line_end - start);
         const auto colon = line.find(':');
         if (colon == std::string::npos) continue;
         std::string name = line.substr(0, colon);

@@ -42,12 +42,12 @@ struct GatewayDoubleOptions {
   std::string storage_id = "storage-users-1";
   std::string space_id = "a1b2c3d4-space";
   std::string space_type = "project";
-  std::vector<std::string> members;  // user ids granted on the space besides the account
-  bool group_member = false;         // a group granted on the space
+  std::vector<std::string> members;        // user ids granted on the space besides the account
+  bool group_member = false;               // a group granted on the space
   std::chrono::milliseconds too_early{0};  // "processing" time after each upload
-  int token_calls = 0;  // calls a token serves before it expires (0: unlimited)
-  bool exclusive_locks = true;  // false: SetLock grants every request (a broken server)
-  std::filesystem::path root;  // where files live; empty: a new temporary folder
+  int token_calls = 0;                     // calls a token serves before it expires (0: unlimited)
+  bool exclusive_locks = true;             // false: SetLock grants every request (a broken server)
+  std::filesystem::path root;              // where files live; empty: a new temporary folder
 };
 
 class GatewayDouble {
