@@ -42,6 +42,8 @@ PACKAGES=(
   dpkg-dev              # cpack -G DEB: dpkg-shlibdeps computes the tool package's Depends
   man-db                # the packaging tests: man -w, and man --warnings on the man page
   spin                  # model checking of the claim protocols (models/, tests/model)
+  clang-format-16       # the format check (tests/lint/format_test.sh, .clang-format)
+  clang-tidy-16         # scripts/lint.sh tidy (.clang-tidy)
   clang-16              # libFuzzer targets (fuzz/): clang 14 cannot compile libstdc++ 12's <expected>
   libclang-rt-16-dev    # libFuzzer and sanitizer runtimes for clang-16
 )
