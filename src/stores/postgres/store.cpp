@@ -83,12 +83,12 @@ class PostgresStore final : public Store {
   }
 
   Result<Document> get(const Key& key) override {
-    const std::string k = key.str();
+    const std::string& k = key.str();
     const Param params[] = {{k}};
     auto reply = exec("get", key, sql_.get.c_str(), params);
     if (!reply) return std::unexpected(reply.error());
     if (reply->rows.empty()) return fail(Errc::not_found, what("get", key) + ": not found");
-    const Row& row = reply->rows.front();
+    Row& row = reply->rows.front();
     if (row.size() != 2 || !row[0] || !row[1]) return malformed("get", key, "a row without data");
     if (row[0]->size() > kMaxDocumentSize) {
       return malformed(
@@ -100,7 +100,7 @@ class PostgresStore final : public Store {
 
   Result<std::string> create(const Key& key, std::string_view data) override {
     if (auto ok = check_write("create", key, data); !ok) return std::unexpected(ok.error());
-    const std::string k = key.str();
+    const std::string& k = key.str();
     const std::string nonce = random_nonce();
     const Param params[] = {{k}, {data, postgres::kByteaOid}, {nonce}};
     auto reply = exec("create", key, sql_.create.c_str(), params);
@@ -113,7 +113,7 @@ class PostgresStore final : public Store {
 
   Result<std::string> replace(const Key& key, std::string_view data) override {
     if (auto ok = check_write("replace", key, data); !ok) return std::unexpected(ok.error());
-    const std::string k = key.str();
+    const std::string& k = key.str();
     const std::string nonce = random_nonce();
     const Param params[] = {{k}, {data, postgres::kByteaOid}, {nonce}};
     auto reply = exec("replace", key, sql_.replace.c_str(), params);
@@ -123,7 +123,7 @@ class PostgresStore final : public Store {
   }
 
   Result<void> remove(const Key& key) override {
-    const std::string k = key.str();
+    const std::string& k = key.str();
     const Param params[] = {{k}};
     auto reply = exec("remove", key, sql_.remove.c_str(), params);
     if (!reply) return std::unexpected(reply.error());
@@ -168,7 +168,7 @@ class PostgresStore final : public Store {
     if (!parse_number(version)) {
       return fail(Errc::conflict, what("conditional replace", key) + ": version does not match");
     }
-    const std::string k = key.str();
+    const std::string& k = key.str();
     const std::string nonce = random_nonce();
     const Param params[] = {{k}, {data, postgres::kByteaOid}, {version}, {nonce}};
     auto reply = exec("conditional replace", key, sql_.replace_if.c_str(), params);
@@ -189,7 +189,7 @@ class PostgresStore final : public Store {
     if (!parse_number(version)) {
       return fail(Errc::conflict, what("conditional remove", key) + ": version does not match");
     }
-    const std::string k = key.str();
+    const std::string& k = key.str();
     const Param params[] = {{k}, {version}};
     auto reply = exec("conditional remove", key, sql_.remove_if.c_str(), params);
     if (!reply) return std::unexpected(reply.error());
@@ -208,7 +208,7 @@ class PostgresStore final : public Store {
 
   Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override {
     if (key.empty()) return fail(Errc::invalid, "lock at " + options_.endpoint + ": empty key");
-    const std::string k = key.str();
+    const std::string& k = key.str();
     const std::string nonce = random_nonce();
     const std::string who = printable(owner);
     const std::string ms = ttl_ms(ttl);
@@ -230,7 +230,7 @@ class PostgresStore final : public Store {
   Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override {
     const auto parsed = parse_token(token);
     if (!parsed) return fail(Errc::not_found, what("refresh lock", key) + ": not a token of ours");
-    const std::string k = key.str();
+    const std::string& k = key.str();
     const std::string ms = ttl_ms(ttl);
     const Param params[] = {{k}, {parsed->nonce}, {ms}};
     auto reply = exec("refresh lock", key, sql_.refresh.c_str(), params);
@@ -245,7 +245,7 @@ class PostgresStore final : public Store {
   Result<void> unlock(const Key& key, std::string_view token) override {
     const auto parsed = parse_token(token);
     if (!parsed) return fail(Errc::not_found, what("unlock", key) + ": not a token of ours");
-    const std::string k = key.str();
+    const std::string& k = key.str();
     const Param params[] = {{k}, {parsed->nonce}};
     auto reply = exec("unlock", key, sql_.unlock.c_str(), params);
     if (!reply) return std::unexpected(reply.error());
