@@ -86,7 +86,9 @@ void check_refusal(std::string_view url, const instance::Error& error, Parse par
              "error code for " + shown(url) + ": " + shown(message));
   FUZZ_CHECK(printable_ascii(message),
              "unprintable message for " + shown(url) + ": " + shown(message));
-  if (url.find(kEnvSecret) == std::string_view::npos) {
+  // Unless the URL spells the secret itself, or all of it but the first
+  // letter: an escaped byte before it ("\x0E") supplies that 'E'.
+  if (url.find(kEnvSecret.substr(1)) == std::string_view::npos) {
     FUZZ_CHECK(message.find(kEnvSecret) == std::string::npos,
                "the environment's secret in " + shown(message));
   }
