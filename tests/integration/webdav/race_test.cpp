@@ -55,8 +55,10 @@ TEST_P(WebDavRace, AtMostOneHolderAtAnyMoment) {
   }
   EXPECT_EQ(r.double_holder_rounds, 0);
   EXPECT_LE(r.max_holders, 1);
-  if ((mode == Mode::exclusive || mode == Mode::automatic) && caps.native_lease) {
-    // One LOCK wins every round: someone holds in (nearly) every round.
+  if (mode == Mode::verify ||
+      ((mode == Mode::exclusive || mode == Mode::automatic) && caps.native_lease)) {
+    // One LOCK wins every round, and verify's contenders back off and retry
+    // until one gets through: someone holds in (nearly) every round.
     EXPECT_GE(r.claims * 100, r.rounds * 95) << r.holders_per_round();
   }
 }
