@@ -50,8 +50,14 @@ wait_exit "$third" 5
 run_guard run --store "$STORE" --ttl 1m --id fourth -- true
 expect_exit 0 "a run after a same-host guard died"
 took=$(($(now_ms) - killed_at))
-((took < 1000)) || fail "same-host takeover took ${took} ms"
-ok "same host: took over ${took} ms after the SIGKILL, without waiting for the 1m ttl"
+# The record was live for another minute; the guard removed it because its
+# process is gone, and says so. The bound is the ttl's, not a speed target:
+# under a sanitizer on a loaded machine, starting the guard alone can take a
+# second (it took 1115 ms once in CI), and the alternative is waiting 60 s.
+grep -q 'removed a stale record key=instances/third' "$WORK/last.err" ||
+  fail "the dead holder's record was not removed as stale: $(cat "$WORK/last.err")"
+((ELAPSED_MS < 10000)) || fail "the same-host takeover ran ${ELAPSED_MS} ms, as if it waited on the 1m ttl"
+ok "same host: took over ${took} ms after the SIGKILL (the run itself ${ELAPSED_MS} ms), without waiting for the 1m ttl"
 
 # Part 3: same host, but the dead guard's child had started a process of its
 # own (a grandchild: PDEATHSIG does not reach it). While it runs, the old
