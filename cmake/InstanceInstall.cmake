@@ -6,15 +6,21 @@
 #
 #   instance_install_library(<target> [DEPENDS <find_package args>...]
 #                                     [PKG_CONFIG <module>...]
-#                                     [DEBIAN <package>...])
+#                                     [DEBIAN <package>...]
+#                                     [COMPONENT <name>])
 #
 #   DEPENDS     what a consumer must find for <target>'s private link
 #               dependencies, one quoted find_package argument list each
 #               ("CURL", "pugixml CONFIG"). Needed only while the libraries
 #               are static (the default): a consumer then links them too.
-#   PKG_CONFIG  the same dependencies as pkg-config modules (instance.pc).
+#   PKG_CONFIG  the same dependencies as pkg-config modules (kept for the
+#               day stores get .pc files of their own; instance.pc is the core).
 #   DEBIAN      the Debian -dev packages providing them (the -dev .deb's
 #               Depends).
+#   COMPONENT   the package component whose consumers need DEPENDS (default:
+#               the target's own name); the config file finds a component's
+#               dependencies only when that component is asked for, so a
+#               consumer of the core alone never looks for gRPC or libpq.
 #
 # The target is installed into the InstanceGuardTargets export set under the
 # name instance::<target without its instance_ prefix>, its public header
@@ -49,17 +55,19 @@ set(INSTANCE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/InstanceGuard)
 # Recorded by instance_install_library, read by instance_install_package.
 set_property(GLOBAL PROPERTY INSTANCE_INSTALLED_TARGETS "")
 set_property(GLOBAL PROPERTY INSTANCE_FIND_DEPENDENCIES "")
-set_property(GLOBAL PROPERTY INSTANCE_PKG_CONFIG_REQUIRES "")
 set_property(GLOBAL PROPERTY INSTANCE_DEBIAN_DEV_DEPENDS "")
 
 function(instance_install_library target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "DEPENDS;PKG_CONFIG;DEBIAN")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "COMPONENT" "DEPENDS;PKG_CONFIG;DEBIAN")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "instance_install_library(${target}): unknown arguments "
                         "${arg_UNPARSED_ARGUMENTS}")
   endif()
   string(REGEX REPLACE "^instance_" "" name ${target})
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
+  if(NOT arg_COMPONENT)
+    set(arg_COMPONENT ${name})
+  endif()
   if(NOT INSTANCE_INSTALL)
     return()
   endif()
@@ -93,8 +101,9 @@ function(instance_install_library target)
   set_property(GLOBAL APPEND PROPERTY INSTANCE_INSTALLED_TARGETS ${target})
   # A shared library carries its private dependencies itself.
   if(type STREQUAL "STATIC_LIBRARY")
-    set_property(GLOBAL APPEND PROPERTY INSTANCE_FIND_DEPENDENCIES ${arg_DEPENDS})
-    set_property(GLOBAL APPEND PROPERTY INSTANCE_PKG_CONFIG_REQUIRES ${arg_PKG_CONFIG})
+    foreach(spec ${arg_DEPENDS})
+      set_property(GLOBAL APPEND PROPERTY INSTANCE_FIND_DEPENDENCIES "${arg_COMPONENT}|${spec}")
+    endforeach()
     set_property(GLOBAL APPEND PROPERTY INSTANCE_DEBIAN_DEV_DEPENDS ${arg_DEBIAN})
   endif()
 endfunction()
@@ -107,16 +116,19 @@ function(instance_install_package)
   endif()
   get_property(targets GLOBAL PROPERTY INSTANCE_INSTALLED_TARGETS)
   get_property(depends GLOBAL PROPERTY INSTANCE_FIND_DEPENDENCIES)
-  get_property(pc_requires GLOBAL PROPERTY INSTANCE_PKG_CONFIG_REQUIRES)
   get_property(deb_depends GLOBAL PROPERTY INSTANCE_DEBIAN_DEV_DEPENDS)
   list(REMOVE_DUPLICATES depends)
-  list(REMOVE_DUPLICATES pc_requires)
   list(REMOVE_DUPLICATES deb_depends)
 
-  # The CMake package.
+  # The CMake package: each component's dependencies, found when asked for.
   set(INSTANCE_FIND_DEPENDENCY_CALLS "")
-  foreach(spec ${depends})
-    string(APPEND INSTANCE_FIND_DEPENDENCY_CALLS "find_dependency(${spec})\n")
+  foreach(entry ${depends})
+    string(REPLACE "|" ";" entry "${entry}")
+    list(GET entry 0 component)
+    list(GET entry 1 spec)
+    string(APPEND INSTANCE_FIND_DEPENDENCY_CALLS
+           "if(\"${component}\" IN_LIST InstanceGuard_FIND_COMPONENTS)\n"
+           "  find_dependency(${spec})\nendif()\n")
   endforeach()
   set(INSTANCE_COMPONENTS "")
   foreach(target ${targets})
@@ -136,21 +148,17 @@ function(instance_install_package)
                 ${PROJECT_BINARY_DIR}/InstanceGuardConfigVersion.cmake ${find_modules}
           DESTINATION ${INSTANCE_CMAKE_DIR} COMPONENT development)
 
-  # pkg-config: one module, `instance`, for everything (static archives in
-  # link order: the umbrella, the stores, then the core they all use).
-  set(libs "")
-  foreach(target ${targets})
-    get_target_property(output ${target} OUTPUT_NAME)
-    if(NOT output)
-      set(output ${target})
-    endif()
-    list(PREPEND libs "-l${output}")
-  endforeach()
-  list(JOIN libs " " INSTANCE_PC_LIBS)
+  # pkg-config: one module, `instance`, for the core (the guard, open_store()
+  # and the directory store; other stores load as modules). A static core
+  # exports its symbols for the modules (instance/store_module.hpp).
+  set(INSTANCE_PC_LIBS "-linstance_core")
+  if(NOT BUILD_SHARED_LIBS)
+    string(APPEND INSTANCE_PC_LIBS
+           " -Wl,--dynamic-list=\${libdir}/cmake/InstanceGuard/instance-core.dynamic-list")
+  endif()
   # Relocatable: the prefix is found from the .pc file's own place.
   file(RELATIVE_PATH INSTANCE_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
   string(REGEX REPLACE "/$" "" INSTANCE_PC_TO_PREFIX "${INSTANCE_PC_TO_PREFIX}")
-  list(JOIN pc_requires ", " INSTANCE_PC_REQUIRES)
   configure_file(${PROJECT_SOURCE_DIR}/cmake/instance.pc.in ${PROJECT_BINARY_DIR}/instance.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/instance.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
           COMPONENT development)

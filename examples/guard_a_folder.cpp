@@ -1,5 +1,5 @@
 // Works only while no other instance holds the folder argv[1] (absolute).
-// Links instance::core and instance::directory.
+// Links instance::core alone (the directory store is part of it).
 #include <chrono>
 #include <cstdlib>
 #include <iostream>

@@ -4,11 +4,15 @@
 //
 //   file:///abs/path, /abs/path, rel/path   the directory store
 //   memory:                                 a new, private in-memory store
-//   webdav://, webdavs://, opencloud://     the WebDAV store (when built)
-//   etcd://, etcds://                       the etcd store (when built)
-//   cs3://, cs3s://, opencloud+cs3(s)://     the CS3 store (when built)
-//   postgres://, postgresql://              the PostgreSQL store (when built)
-//   redis://                                the Redis store (when built)
+//   webdav://, webdavs://, opencloud://     the WebDAV store (module "webdav")
+//   etcd://, etcds://                       the etcd store (module "etcd")
+//   cs3://, cs3s://, opencloud+cs3(s)://     the CS3 store (module "cs3")
+//   postgres://, postgresql://              the PostgreSQL store (module "postgres")
+//   redis://, rediss://                     the Redis store (module "redis")
+//
+// The first two are part of the core; every other family is a store module,
+// linked in and registered, or loaded on the first URL of its scheme
+// (instance/store_module.hpp says how and from where).
 //
 // Credentials never come from the URL's visible text in a way that shows in
 // `ps`: they are read from files named in the options or from the
@@ -16,7 +20,10 @@
 // INSTANCE_GUARD_TOKEN), and never appear in describe(), logs or errors.
 //
 // Errc::invalid for a URL no store understands (the message lists the
-// schemes this build supports).
+// schemes known). Errc::unsupported when the scheme's module is not there
+// (the message names the scheme, the folder searched and the Debian package
+// that has the module), cannot be loaded (the loader's reason) or was built
+// for another ABI (both versions).
 #pragma once
 
 #include <chrono>
@@ -53,6 +60,9 @@ struct OpenOptions {
   // exist (a misspelled space or path) is refused; the store's own folder is
   // created on first use either way.
   bool create_path = false;
+  // Where store modules are loaded from; empty: INSTANCE_GUARD_STORE_MODULES,
+  // else the installed folder (instance/store_module.hpp).
+  std::filesystem::path module_folder;
   // Environment lookup for credentials and settings; ::getenv when empty.
   std::function<std::optional<std::string>(std::string_view)> getenv;
 };

@@ -202,7 +202,22 @@ OpenOptions open_options(const StoreFlags& flags, std::shared_ptr<Logger> logger
         options.create_path || *env == "1" || *env == "true" || *env == "yes" || *env == "on";
   }
   if (ttl) options.ttl = *ttl;
+  options.module_folder = tool_module_folder();
   return options;
+}
+
+std::filesystem::path tool_module_folder() {
+  if (process_environment()("INSTANCE_GUARD_STORE_MODULES")) return {};
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  const auto bin = self.parent_path();
+  // A build tree has CMakeCache.txt beside the tool; an installed tool never does.
+  if (std::filesystem::exists(bin / "CMakeCache.txt", ec) &&
+      std::filesystem::is_directory(bin / "stores", ec)) {
+    return bin / "stores";
+  }
+  return (bin / INSTANCE_TOOL_TO_STORE_MODULES).lexically_normal();
 }
 
 }  // namespace instance::cli

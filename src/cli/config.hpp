@@ -8,6 +8,7 @@
 #pragma once
 
 #include <expected>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -103,7 +104,16 @@ std::string command_basename(std::string_view command);
 // OpenOptions from the credential flags. Only file names are copied.
 // create_path: --create-path, or INSTANCE_GUARD_CREATE_PATH set to 1, true,
 // yes or on (from the process environment).
+// module_folder: tool_module_folder().
 OpenOptions open_options(const StoreFlags& flags, std::shared_ptr<Logger> logger,
                          std::optional<Duration> ttl);
+
+// Where the tool loads store modules from: empty when
+// INSTANCE_GUARD_STORE_MODULES is set (it wins); <build>/stores when the tool
+// runs from its build tree (CMakeCache.txt beside it); else the modules'
+// folder of the prefix the tool is installed in, found from the tool's own
+// place (<prefix>/bin/../lib/instance-guard/stores for the default layout),
+// so an installed tree, a .deb under /usr or a moved prefix all find theirs.
+std::filesystem::path tool_module_folder();
 
 }  // namespace instance::cli

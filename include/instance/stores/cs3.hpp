@@ -81,6 +81,7 @@
 #include "instance/logger.hpp"
 #include "instance/open_store.hpp"
 #include "instance/store.hpp"
+#include "instance/store_module.hpp"
 
 namespace instance {
 
@@ -151,5 +152,10 @@ INSTANCE_EXPORT Result<Cs3StoreOptions> parse_cs3_url(std::string_view url,
 // Errc::invalid for a bad gateway, space id or folder, a missing id or
 // secret, or an unreadable ca_file.
 INSTANCE_EXPORT Result<std::shared_ptr<Store>> make_cs3_store(Cs3StoreOptions options);
+
+// The cs3 store family for open_store(): its schemes (cs3://, cs3s://, opencloud+cs3://,
+// opencloud+cs3s://). A program that links this store registers it with register_store_module()
+// (instance/store_module.hpp); the loadable module answers the same object.
+INSTANCE_EXPORT const StoreModule& cs3_store_module();
 
 }  // namespace instance

@@ -62,6 +62,7 @@
 #include "instance/logger.hpp"
 #include "instance/open_store.hpp"
 #include "instance/store.hpp"
+#include "instance/store_module.hpp"
 
 namespace instance {
 
@@ -107,5 +108,10 @@ INSTANCE_EXPORT Result<EtcdStoreOptions> parse_etcd_url(std::string_view url,
 // Builds the store; sends no request. Errc::invalid for a bad endpoint or
 // prefix, a user without a password, or an unreadable ca_file.
 INSTANCE_EXPORT Result<std::shared_ptr<Store>> make_etcd_store(EtcdStoreOptions options);
+
+// The etcd store family for open_store(): its schemes (etcd://, etcds://). A
+// program that links this store registers it with register_store_module()
+// (instance/store_module.hpp); the loadable module answers the same object.
+INSTANCE_EXPORT const StoreModule& etcd_store_module();
 
 }  // namespace instance

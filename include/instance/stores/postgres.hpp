@@ -71,6 +71,7 @@
 #include "instance/logger.hpp"
 #include "instance/open_store.hpp"
 #include "instance/store.hpp"
+#include "instance/store_module.hpp"
 
 namespace instance {
 
@@ -122,5 +123,10 @@ INSTANCE_EXPORT Result<PostgresStoreOptions> parse_postgres_url(std::string_view
 // makes the first operation fail with Errc::unavailable after its retries).
 // Errc::invalid for a bad table name or a password among `params`.
 INSTANCE_EXPORT Result<std::shared_ptr<Store>> make_postgres_store(PostgresStoreOptions options);
+
+// The postgres store family for open_store(): its schemes (postgres://, postgresql://). A
+// program that links this store registers it with register_store_module()
+// (instance/store_module.hpp); the loadable module answers the same object.
+INSTANCE_EXPORT const StoreModule& postgres_store_module();
 
 }  // namespace instance

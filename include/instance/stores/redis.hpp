@@ -73,6 +73,7 @@
 #include "instance/logger.hpp"
 #include "instance/open_store.hpp"
 #include "instance/store.hpp"
+#include "instance/store_module.hpp"
 
 namespace instance {
 
@@ -129,6 +130,11 @@ INSTANCE_EXPORT Result<RedisStoreOptions> parse_redis_url(std::string_view url,
 // first operation then fails with Errc::unavailable after its retries).
 // Errc::invalid for an empty host, a port outside 1..65535 or a negative db.
 INSTANCE_EXPORT Result<std::shared_ptr<Store>> make_redis_store(RedisStoreOptions options);
+
+// The redis store family for open_store(): its schemes (redis://, rediss://). A
+// program that links this store registers it with register_store_module()
+// (instance/store_module.hpp); the loadable module answers the same object.
+INSTANCE_EXPORT const StoreModule& redis_store_module();
 
 // The URL describe() shows for these options: redis://host:port/db?prefix=...
 // (prefix percent-encoded), never a user or password.

@@ -94,6 +94,7 @@
 #include "instance/logger.hpp"
 #include "instance/open_store.hpp"
 #include "instance/store.hpp"
+#include "instance/store_module.hpp"
 
 namespace instance {
 
@@ -174,5 +175,10 @@ INSTANCE_EXPORT Result<WebDavStoreOptions> parse_webdav_url(std::string_view url
 // Errc::invalid for a bad base URL, missing secret for the auth kind, or an
 // unreadable ca_file.
 INSTANCE_EXPORT Result<std::shared_ptr<Store>> make_webdav_store(WebDavStoreOptions options);
+
+// The webdav store family for open_store(): its schemes (webdav://, webdavs://, opencloud://). A
+// program that links this store registers it with register_store_module()
+// (instance/store_module.hpp); the loadable module answers the same object.
+INSTANCE_EXPORT const StoreModule& webdav_store_module();
 
 }  // namespace instance

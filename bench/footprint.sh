@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The tool's whole-process cost beside the tools it replaces, measured side
+# by side in one run (interleaved, so a noisy machine slows both alike):
+#
+#   instance-guard --version                          (nothing but start-up)
+#   instance-guard run --store DIR -- true   against  flock DIR/lock true
+#   instance-guard run --store etcd://... -- true     etcdctl lock NAME true
+#                                            against  (same etcd; when installed)
+#   instance-guard run --store DIR -- sleep 2: peak RSS of an idle guard
+#
+# Each figure is the median of N runs (default 30) of /usr/bin/time's wall
+# time, user+system CPU and maximum resident set size. Prints a Markdown
+# table with the ratios; BENCHMARKS.md quotes it.
+#
+#   bench/footprint.sh [BUILD_DIR] [N]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+n=${2:-30}
+bin=$build/instance-guard
+[[ -x $bin ]] || { echo "build the tool first: $bin is missing" >&2; exit 1; }
+[[ -x /usr/bin/time ]] || { echo "/usr/bin/time is missing (Debian package time)" >&2; exit 1; }
+command -v flock >/dev/null || { echo "flock is missing (util-linux)" >&2; exit 1; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/instance-guard-footprint.XXXXXX")
+etcd_dir=""
+cleanup() {
+  [[ -n $etcd_dir ]] && bash "$root/tests/integration/servers/etcd.sh" stop "$etcd_dir" >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+export XDG_STATE_HOME=$work/state
+mkdir -p "$work/store"
+
+# measure NAME CMD...: one run; appends "wall_s cpu_s maxrss_kib" to $work/NAME.
+measure() {
+  local name=$1
+  shift
+  /usr/bin/time -f '%e %U %S %M' -o "$work/$name.one" "$@" >/dev/null 2>&1 ||
+    { echo "failed: $* (see above)" >&2; "$@"; exit 1; }
+  awk '{printf "%s %.3f %s\n", $1, $2 + $3, $4}' "$work/$name.one" >>"$work/$name"
+}
+# median NAME COLUMN: the median of a column (1 wall, 2 cpu, 3 rss).
+median() {
+  sort -n -k"$2" "$work/$1" | awk -v c="$2" '{v[NR] = $c} END {
+    if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+
+pairs=("version:" "guard_dir:flock_dir")
+etcd_url=""
+if [[ -x /usr/bin/etcd && -x /usr/bin/etcdctl ]]; then
+  etcd_dir=$work/etcd
+  mkdir -p "$etcd_dir"
+  port=$((20000 + RANDOM % 40000))
+  etcd_url=$(bash "$root/tests/integration/servers/etcd.sh" start "$etcd_dir" "$port")
+  pairs+=("guard_etcd:etcdctl_lock")
+fi
+
+for ((i = 0; i < n; i++)); do
+  measure version "$bin" --version
+  measure guard_dir "$bin" run --store "$work/store" -- true
+  measure flock_dir flock "$work/store/lock" true
+  if [[ -n $etcd_url ]]; then
+    measure guard_etcd "$bin" run --store "etcd://${etcd_url#http://}/footprint" -- true
+    measure etcdctl_lock env ETCDCTL_API=3 etcdctl --endpoints "$etcd_url" lock footprint true
+  fi
+done
+for ((i = 0; i < 5; i++)); do measure idle "$bin" run --store "$work/store" -- sleep 2; done
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2fx", a / b; else print "-"}'; }
+row() {  # row LABEL NAME [BASELINE]
+  local w c r
+  w=$(median "$2" 1)
+  c=$(median "$2" 2)
+  r=$(median "$2" 3)
+  if [[ -n ${3:-} ]]; then
+    printf '| %s | %s s (%s) | %s s (%s) | %.1f MiB (%s) |\n' "$1" "$w" "$(ratio "$w" "$(median "$3" 1)")" \
+      "$c" "$(ratio "$c" "$(median "$3" 2)")" "$(awk -v r="$r" 'BEGIN {print r / 1024}')" \
+      "$(ratio "$r" "$(median "$3" 3)")"
+  else
+    printf '| %s | %s s | %s s | %.1f MiB |\n' "$1" "$w" "$c" "$(awk -v r="$r" 'BEGIN {print r / 1024}')"
+  fi
+}
+echo "Medians of $n runs each, interleaved; ratios against the line below each guard line."
+echo
+echo "| command | wall | CPU (user+sys) | peak RSS |"
+echo "|---|---|---|---|"
+row "\`instance-guard --version\`" version
+row "\`instance-guard run --store DIR -- true\`" guard_dir flock_dir
+row "\`flock DIR/lock true\`" flock_dir
+if [[ -n $etcd_url ]]; then
+  row "\`instance-guard run --store etcd://... -- true\`" guard_etcd etcdctl_lock
+  row "\`etcdctl lock NAME true\`" etcdctl_lock
+fi
+row "idle \`run --store DIR -- sleep 2\` (5 runs)" idle
