@@ -102,6 +102,10 @@ int dispatch(int argc, char** argv) {
                   "How long removing the record may take once COMMAND has exited; past it, or "
                   "at a further signal, the guard exits and the record expires on its own "
                   "[env: INSTANCE_GUARD_STAND_DOWN_TIMEOUT] [default: 10s]");
+  run->add_option("--startup-timeout", run_args.startup_timeout,
+                  "The one budget from start to claimed or refused while the store cannot be "
+                  "reached, the stores' own retries included; past it, exit 69 "
+                  "[env: INSTANCE_GUARD_STARTUP_TIMEOUT] [default: 30s]");
   run->add_option("--wait", run_args.wait,
                   "Wait for the holder to stand down or expire instead of exiting 75; "
                   "--wait=TIMEOUT gives up after TIMEOUT (exit 75) [default: forever]")

@@ -59,6 +59,7 @@
 
 #include "instance/error.hpp"
 #include "instance/export.hpp"
+#include "instance/clock.hpp"
 #include "instance/logger.hpp"
 #include "instance/open_store.hpp"
 #include "instance/store.hpp"
@@ -86,6 +87,8 @@ struct EtcdStoreOptions {
   std::chrono::milliseconds retry_deadline{10000};   // all attempts of one operation
   std::chrono::milliseconds initial_backoff{50};     // first retry delay (before jitter)
   std::chrono::milliseconds max_backoff{1000};       // retry delay cap
+  // Retry deadlines and pauses run on it (tests inject a FakeClock).
+  std::shared_ptr<Clock> clock;  // the system clock when null
 
   std::shared_ptr<Logger> logger;  // null: discard
 };

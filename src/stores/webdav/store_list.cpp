@@ -29,7 +29,7 @@ Result<void> WebDavStore::list_folder(const Key& folder, bool top, std::size_t d
                                       std::vector<Key>& out) {
   constexpr std::string_view op = "list";
   if (depth > kMaxListingDepth) return malformed(op, folder, "folders nested too deep");
-  HttpRequest request{.method = "PROPFIND",
+  net::Request request{.method = "PROPFIND",
                       .url = key_url(base_, folder, true),
                       .headers = {"Depth: 1", "Content-Type: application/xml; charset=utf-8"},
                       .body = kPropfindBody,
@@ -44,7 +44,7 @@ Result<void> WebDavStore::list_folder(const Key& folder, bool top, std::size_t d
   }
   if (!r.success()) return failed(op, folder, sent);
   if (r.status != 207) {
-    return malformed(op, folder, "expected 207 Multi-Status, got " + describe_result(r));
+    return malformed(op, folder, "expected 207 Multi-Status, got " + net::describe(r));
   }
   auto entries = parse_multistatus(r.body, base_.segments);
   if (!entries) return malformed(op, folder, entries.error().message);

@@ -7,7 +7,7 @@
 #include <chrono>
 
 #include "codec.hpp"
-#include "http.hpp"
+#include "net/http.hpp"
 #include "instance/open_store.hpp"
 #include "server.hpp"
 #include "support/test_support.hpp"
@@ -23,21 +23,31 @@ Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
 class Raw {
  public:
   explicit Raw(const EtcdServer& server)
-      : http_(etcd::HttpClient::create({.endpoint = server.options().endpoint}).value()) {}
+      : endpoint_(server.options().endpoint), http_(net::Client::create({}).value()) {}
   void put(const std::string& k, const std::string& value) {
     const nlohmann::json body = {{"key", etcd::base64_encode(k)},
                                  {"value", etcd::base64_encode(value)}};
-    const auto reply = http_->post("/v3/kv/put", body.dump(), "", 5s, 1 << 20);
+    const auto reply = post("/v3/kv/put", body.dump());
     ASSERT_EQ(reply.status, 200) << reply.body;
   }
   void remove(const std::string& k) {
     const nlohmann::json body = {{"key", etcd::base64_encode(k)}};
-    const auto reply = http_->post("/v3/kv/deleterange", body.dump(), "", 5s, 1 << 20);
+    const auto reply = post("/v3/kv/deleterange", body.dump());
     ASSERT_EQ(reply.status, 200) << reply.body;
   }
 
  private:
-  std::unique_ptr<etcd::HttpClient> http_;
+  net::Response post(std::string_view path, const std::string& body) {
+    return http_->perform({.method = "POST",
+                           .url = endpoint_ + std::string(path),
+                           .headers = {"Content-Type: application/json"},
+                           .body = body,
+                           .has_body = true,
+                           .max_body = 1 << 20,
+                           .timeout = 5s});
+  }
+  std::string endpoint_;
+  std::unique_ptr<net::Client> http_;
 };
 
 class EtcdStoreTest : public ::testing::Test {
