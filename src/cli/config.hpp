@@ -29,6 +29,8 @@ struct StoreFlags {
   std::string password_file;         // --password-file
   std::string token_file;            // --token-file
   std::string ca_file;               // --ca-file
+  std::string client_cert;           // --client-cert
+  std::string client_key;            // --client-key
   bool insecure = false;             // --insecure
   bool create_path = false;          // --create-path (or INSTANCE_GUARD_CREATE_PATH=1)
 };

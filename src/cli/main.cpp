@@ -39,6 +39,15 @@ void add_store_flags(CLI::App& app, StoreFlags& flags) {
       ->check(CLI::ExistingFile);
   creds->add_option("--ca-file", flags.ca_file, "Extra CA bundle for TLS")
       ->check(CLI::ExistingFile);
+  creds
+      ->add_option("--client-cert", flags.client_cert,
+                   "TLS client certificate (PEM) for servers that ask for one (webdav, etcd, "
+                   "postgres)")
+      ->check(CLI::ExistingFile);
+  creds
+      ->add_option("--client-key", flags.client_key,
+                   "The client certificate's private key (PEM), when not in --client-cert")
+      ->check(CLI::ExistingFile);
   creds->add_flag("--insecure", flags.insecure, "Skip TLS certificate verification");
 }
 

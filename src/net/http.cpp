@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <fstream>
 #include <mutex>
 
 namespace instance::net {
@@ -69,6 +70,24 @@ struct SlistDeleter {
 std::string Response::header(std::string_view name) const {
   for (const auto& [key, value] : headers) {
     if (same_name(key, name)) return value;
+  }
+  return {};
+}
+
+Result<void> check_tls_files(const TlsOptions& tls) {
+  const std::pair<const std::filesystem::path*, std::string_view> files[] = {
+      {&tls.ca_file, "the CA file"},
+      {&tls.client_cert, "the client certificate"},
+      {&tls.client_key, "the client key"}};
+  for (const auto& [path, what] : files) {
+    if (path->empty()) continue;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(*path, ec) || !std::ifstream(*path)) {
+      return fail(Errc::invalid, "cannot read " + std::string(what) + " " + path->string());
+    }
+  }
+  if (!tls.client_key.empty() && tls.client_cert.empty()) {
+    return fail(Errc::invalid, "a client key was given without a client certificate");
   }
   return {};
 }

@@ -46,6 +46,11 @@ struct TlsOptions {
   bool insecure = false;              // skip peer and host verification
 };
 
+// Errc::invalid naming the first file of `tls` that cannot be read ("cannot
+// read the CA file /x"), or a key without a certificate; the files are
+// checked once here so a bad path is a clear error before any request.
+Result<void> check_tls_files(const TlsOptions& tls);
+
 struct ClientOptions {
   enum class Auth { none, basic, bearer } auth = Auth::none;
   std::string user;    // basic

@@ -2,6 +2,9 @@
 #include <fstream>
 #include <iterator>
 
+#include <grpcpp/security/tls_certificate_verifier.h>
+#include <grpcpp/security/tls_credentials_options.h>
+
 #include "store.hpp"
 
 namespace instance::cs3 {
@@ -488,12 +491,46 @@ Result<void> Cs3Store::require_native_lease(std::string_view op, const Key& key)
 
 namespace {
 
-Result<std::string> read_pem(const std::filesystem::path& file) {
+// `what` names the file in messages ("the CA file").
+Result<std::string> read_pem(const std::filesystem::path& file, std::string_view what) {
   std::ifstream in(file, std::ios::binary);
-  if (!in) return fail(Errc::invalid, "cannot read the CA file " + file.string());
+  if (!in) return fail(Errc::invalid, "cannot read " + std::string(what) + " " + file.string());
   std::string pem((std::istreambuf_iterator<char>(in)), {});
-  if (pem.empty()) return fail(Errc::invalid, "the CA file " + file.string() + " is empty");
+  if (pem.empty()) {
+    return fail(Errc::invalid, std::string(what) + " " + file.string() + " is empty");
+  }
   return pem;
+}
+
+// The gRPC channel's credentials: TLS (cs3s://) verified against the
+// system's roots or ca_file, with the client certificate when given; with
+// `insecure`, TLS without verification; plain otherwise.
+Result<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials(
+    const Cs3StoreOptions& options) {
+  if (!options.tls) return grpc::InsecureChannelCredentials();
+  if (options.insecure) {
+    grpc::experimental::TlsChannelCredentialsOptions tls;
+    tls.set_verify_server_certs(false);
+    tls.set_check_call_host(false);
+    tls.set_certificate_verifier(
+        std::make_shared<grpc::experimental::NoOpCertificateVerifier>());
+    return grpc::experimental::TlsCredentials(tls);
+  }
+  grpc::SslCredentialsOptions ssl;
+  if (!options.ca_file.empty()) {
+    auto pem = read_pem(options.ca_file, "the CA file");
+    if (!pem) return std::unexpected(pem.error());
+    ssl.pem_root_certs = std::move(*pem);
+  }
+  if (!options.client_cert.empty()) {
+    auto cert = read_pem(options.client_cert, "the client certificate");
+    if (!cert) return std::unexpected(cert.error());
+    auto key = options.client_key.empty() ? cert : read_pem(options.client_key, "the client key");
+    if (!key) return std::unexpected(key.error());
+    ssl.pem_cert_chain = std::move(*cert);
+    ssl.pem_private_key = std::move(*key);
+  }
+  return grpc::SslCredentials(ssl);
 }
 
 bool valid_gateway(std::string_view gateway) {
@@ -550,29 +587,23 @@ Result<std::shared_ptr<Store>> make_cs3_store(Cs3StoreOptions options) {
   if (!options.logger) options.logger = null_logger();
   if (!options.clock) options.clock = system_clock();
 
-  std::shared_ptr<grpc::ChannelCredentials> credentials;
-  if (options.tls) {
-    grpc::SslCredentialsOptions ssl;
-    if (!options.ca_file.empty()) {
-      auto pem = cs3::read_pem(options.ca_file);
-      if (!pem) return std::unexpected(pem.error());
-      ssl.pem_root_certs = std::move(*pem);
-    }
-    credentials = grpc::SslCredentials(ssl);
-  } else {
-    credentials = grpc::InsecureChannelCredentials();
-  }
+  const net::TlsOptions tls{.ca_file = options.ca_file,
+                            .client_cert = options.client_cert,
+                            .client_key = options.client_key,
+                            .insecure = options.insecure};
+  if (auto ok = net::check_tls_files(tls); !ok) return std::unexpected(ok.error());
+  auto credentials = cs3::channel_credentials(options);
+  if (!credentials) return std::unexpected(credentials.error());
   if (options.insecure) {
     options.logger->warn(
-        "TLS verification of the CS3 data gateway is off (--insecure); the "
-        "gateway's gRPC TLS is still verified");
+        "TLS verification of the CS3 gateway and data gateway is off (--insecure): anyone on "
+        "the path can read and change what the guard stores");
   }
-  auto data = net::Client::create(
-      {.tls = {.ca_file = options.ca_file, .insecure = options.insecure}});
+  auto data = net::Client::create({.tls = tls});
   if (!data) return std::unexpected(data.error());
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(16 << 20);
-  auto channel = grpc::CreateCustomChannel(options.gateway, credentials, arguments);
+  auto channel = grpc::CreateCustomChannel(options.gateway, *credentials, arguments);
   auto stub = cs3::gw::GatewayAPI::NewStub(channel);
   std::string where = std::string(options.tls ? "cs3s://" : "cs3://") + options.gateway + "/" +
                       options.space_id + "/" + options.folder;

@@ -618,16 +618,18 @@ Result<std::shared_ptr<Store>> make_etcd_store(EtcdStoreOptions options) {
                 "etcd: a password was given but no user (give --user or "
                 "INSTANCE_GUARD_USER)");
   }
-  if (!options.ca_file.empty() && !std::ifstream(options.ca_file)) {
-    return fail(Errc::invalid, "cannot read the CA file " + options.ca_file.string());
-  }
+  const net::TlsOptions tls{.ca_file = options.ca_file,
+                            .client_cert = options.client_cert,
+                            .client_key = options.client_key,
+                            .insecure = options.insecure};
+  if (auto ok = net::check_tls_files(tls); !ok) return std::unexpected(ok.error());
   if (options.insecure && options.logger) {
     options.logger->warn("TLS verification is off for the etcd store (--insecure)",
                          {{"store", std::string(endpoint)}});
   }
   if (!options.clock) options.clock = system_clock();
   auto http = net::Client::create(
-      {.tls = {.ca_file = options.ca_file, .insecure = options.insecure},
+      {.tls = tls,
        .connect_timeout = options.connect_timeout});
   if (!http) return std::unexpected(http.error());
   std::string shown = (https ? "etcds://" : "etcd://") + std::string(authority) + options.prefix;

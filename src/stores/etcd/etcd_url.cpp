@@ -100,6 +100,8 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
   }
 
   out.ca_file = options.ca_file;
+  out.client_cert = options.client_cert;
+  out.client_key = options.client_key;
   out.insecure = options.insecure;
   out.logger = options.logger;
   const auto third = std::chrono::duration_cast<std::chrono::milliseconds>(options.ttl / 3);

@@ -126,6 +126,11 @@ Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const Open
   } else if (options.insecure && !sslmode_given) {
     out.params.emplace_back("sslmode", "require");  // encrypted, certificate not checked
   }
+  if (!options.client_cert.empty()) {
+    out.params.emplace_back("sslcert", options.client_cert.string());
+  }
+  if (!options.client_key.empty()) out.params.emplace_back("sslkey", options.client_key.string());
+
   if (std::ranges::none_of(out.params,
                            [](const auto& p) { return p.first == "application_name"; })) {
     out.params.emplace_back("application_name", "instance-guard");

@@ -279,18 +279,17 @@ Result<std::shared_ptr<Store>> make_webdav_store(WebDavStoreOptions options) {
       http.auth = net::ClientOptions::Auth::bearer;
       break;
   }
-  if (!options.ca_file.empty()) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(options.ca_file, ec)) {
-      return fail(Errc::invalid, "WebDAV store " + where + ": cannot read the CA file " +
-                                     options.ca_file.string());
-    }
+  http.tls = {.ca_file = options.ca_file,
+              .client_cert = options.client_cert,
+              .client_key = options.client_key,
+              .insecure = options.insecure};
+  if (auto ok = net::check_tls_files(http.tls); !ok) {
+    return fail(Errc::invalid, "WebDAV store " + where + ": " + ok.error().message);
   }
   if (!options.logger) options.logger = null_logger();
   if (!options.clock) options.clock = system_clock();
   http.user = options.user;
   http.secret = options.secret;
-  http.tls = {.ca_file = options.ca_file, .insecure = options.insecure};
   http.connect_timeout = options.connect_timeout;
   auto client = net::Client::create(std::move(http));
   if (!client) return std::unexpected(client.error());

@@ -164,6 +164,8 @@ Result<WebDavStoreOptions> parse_webdav_url(std::string_view url, const OpenOpti
   out.user = std::move(creds->user);
   out.secret = std::move(creds->secret);
   out.ca_file = options.ca_file;
+  out.client_cert = options.client_cert;
+  out.client_key = options.client_key;
   out.insecure = options.insecure;
   out.logger = options.logger;
   out.max_clock_skew = options.ttl / 10;
