@@ -71,6 +71,8 @@ EtcdServer::EtcdServer(Config config) : config_(std::move(config)) {
     return;
   }
   // A client CA and a client certificate it signed, for --client-cert-auth.
+  // etcd trusts the server's own certificate too: its JSON gateway reaches
+  // its gRPC side with that certificate as a client.
   const auto in_dir = [&](const char* name) { return shell_quote((dir_ / name).string()); };
   if (config_.client_cert_auth &&
       run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=instance-guard-test-ca "
@@ -79,7 +81,9 @@ EtcdServer::EtcdServer(Config config) : config_(std::move(config)) {
           in_dir("client.key") + " -out " + in_dir("client.csr") +
           " >/dev/null 2>&1 && openssl x509 -req -days 2 -in " + in_dir("client.csr") + " -CA " +
           in_dir("client-ca.pem") + " -CAkey " + in_dir("client-ca.key") +
-          " -CAcreateserial -out " + in_dir("client.pem") + " >/dev/null 2>&1") != 0) {
+          " -CAcreateserial -out " + in_dir("client.pem") + " >/dev/null 2>&1 && cat " +
+          in_dir("client-ca.pem") + " " + shell_quote(ca_file().string()) + " > " +
+          in_dir("trusted.pem")) != 0) {
     ADD_FAILURE() << "openssl could not make the client certificates";
     return;
   }
@@ -112,7 +116,7 @@ bool EtcdServer::start() {
            " TLS_KEY=" + shell_quote((dir_ / "key.pem").string()) + " ";
   }
   if (config_.client_cert_auth) {
-    env += "CLIENT_CA=" + shell_quote((dir_ / "client-ca.pem").string()) +
+    env += "CLIENT_CA=" + shell_quote((dir_ / "trusted.pem").string()) +
            " CLIENT_CERT=" + shell_quote(client_cert().string()) +
            " CLIENT_KEY=" + shell_quote(client_key().string()) + " ";
   }
