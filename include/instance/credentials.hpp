@@ -54,8 +54,13 @@ INSTANCE_EXPORT Result<std::string> read_secret_file(const std::filesystem::path
 INSTANCE_EXPORT std::optional<std::string> credential_env(const OpenOptions& options,
                                                           std::string_view name);
 
+// Text from a URL, a server or a file, fit for a message or a log line: the
+// first `max` bytes (then "..."), every control, non-ASCII or backslash byte
+// as \xNN. The one escaping every store's messages use.
+INSTANCE_EXPORT std::string printable(std::string_view text, std::size_t max = 160);
+
 // A store URL fit for a message: redact_url (user info up to the last '@',
-// sensitive query parameters), then every control or non-ASCII byte as '?'.
+// sensitive query parameters), then printable.
 INSTANCE_EXPORT std::string shown_store_url(std::string_view url);
 
 // Errc::invalid, "store URL <shown_store_url>: <why>".
@@ -63,5 +68,24 @@ INSTANCE_EXPORT std::unexpected<Error> invalid_store_url(std::string_view url, s
 
 // %XX escapes decoded (either case); nullopt for a truncated or non-hex escape.
 INSTANCE_EXPORT std::optional<std::string> percent_decode(std::string_view text);
+
+// The password-in-URL rule, the same for every store URL with user info.
+// `url` is the whole store URL; check the part after "://" before anything
+// else can echo it. Returns why the URL is refused (for invalid_store_url or
+// the parser's own variant; it never holds the password), nullopt when the
+// rule passes. Refused:
+//   an '@' after the first '/', '?' or '#' ("must be escaped as %40": it
+//   may be a password holding one of those), and
+//   a ':' in the user info ("a password in the URL is refused").
+// Both reasons end with `advice`: how to give the password instead.
+INSTANCE_EXPORT std::optional<std::string> password_in_url(std::string_view url,
+                                                           std::string_view advice);
+
+// Splits the user name off an authority ("user@host:port"): returns it
+// percent-decoded ("" when there is none) and leaves the host part in
+// `authority`. Errc::invalid for a bad escape. Apply password_in_url
+// first.
+INSTANCE_EXPORT Result<std::string> take_url_user(std::string_view url,
+                                                  std::string_view& authority);
 
 }  // namespace instance

@@ -101,7 +101,11 @@ struct GuardOptions {
   // How long claim() keeps trying while it cannot decide yet: the store
   // cannot be reached to learn its capabilities (auto, exclusive), or verify
   // collided with other claimers and backs off. Past it, the claim fails
-  // with the last cause. Must be at least 0.
+  // with the last cause. It is the one start-up budget: claim() and
+  // resolve_mode() open a StartupBudget (instance/startup_budget.hpp), so
+  // the stores' own retry loops stop by the same deadline (a request under
+  // way may finish: one request timeout more) and each of their retries is
+  // logged at info. Must be at least 0.
   Duration startup_timeout = std::chrono::seconds(30);
 };
 

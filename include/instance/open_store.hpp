@@ -48,6 +48,8 @@ struct OpenOptions {
   std::filesystem::path password_file;  // basic auth password or app token
   std::filesystem::path token_file;     // bearer token
   std::filesystem::path ca_file;        // extra CA bundle for TLS
+  std::filesystem::path client_cert;    // TLS client certificate (PEM)
+  std::filesystem::path client_key;     // its private key (PEM); empty: in client_cert
   bool insecure = false;                // skip TLS verification (warned about)
   // Lease length the guard will use; stores use it to judge clock skew.
   std::chrono::nanoseconds ttl = std::chrono::minutes(2);

@@ -24,6 +24,8 @@ struct RunArgs {
   std::string kill_after = "10s";       // --kill-after
   // --stand-down-timeout (env INSTANCE_GUARD_STAND_DOWN_TIMEOUT) [10s]
   std::optional<std::string> stand_down_timeout;
+  // --startup-timeout (env INSTANCE_GUARD_STARTUP_TIMEOUT) [30s]
+  std::optional<std::string> startup_timeout;
   // --wait[=TIMEOUT]: nullopt without --wait; "" (or "0") waits forever.
   std::optional<std::string> wait;
   std::vector<std::string> command;

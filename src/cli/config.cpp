@@ -141,19 +141,32 @@ Resolved<std::optional<Duration>> resolve_duration_flag(const std::optional<std:
   return *parsed;
 }
 
-Resolved<Duration> resolve_stand_down_timeout(const std::optional<std::string>& flag,
-                                              const Getenv& getenv) {
+Resolved<Duration> resolve_budget(const std::optional<std::string>& flag,
+                                  std::string_view flag_name, std::string_view env,
+                                  Duration fallback, const Getenv& getenv) {
   if (flag) {
-    auto d = resolve_duration_flag(flag, "--stand-down-timeout");
+    auto d = resolve_duration_flag(flag, flag_name);
     if (!d) return std::unexpected(d.error());
     return **d;
   }
-  if (auto from_env = getenv("INSTANCE_GUARD_STAND_DOWN_TIMEOUT")) {
-    auto d = resolve_duration_flag(from_env, "INSTANCE_GUARD_STAND_DOWN_TIMEOUT");
+  if (auto from_env = getenv(env)) {
+    auto d = resolve_duration_flag(from_env, env);
     if (!d) return std::unexpected(ConfigError{kExitConfig, d.error().message});
     return **d;
   }
-  return kDefaultStandDownTimeout;
+  return fallback;
+}
+
+Resolved<Duration> resolve_stand_down_timeout(const std::optional<std::string>& flag,
+                                              const Getenv& getenv) {
+  return resolve_budget(flag, "--stand-down-timeout", "INSTANCE_GUARD_STAND_DOWN_TIMEOUT",
+                        kDefaultStandDownTimeout, getenv);
+}
+
+Resolved<Duration> resolve_startup_timeout(const std::optional<std::string>& flag,
+                                           const Getenv& getenv) {
+  return resolve_budget(flag, "--startup-timeout", "INSTANCE_GUARD_STARTUP_TIMEOUT",
+                        kDefaultStartupTimeout, getenv);
 }
 
 std::string_view guarantee_summary(Mode mode) noexcept {
@@ -195,6 +208,8 @@ OpenOptions open_options(const StoreFlags& flags, std::shared_ptr<Logger> logger
   options.password_file = flags.password_file;
   options.token_file = flags.token_file;
   options.ca_file = flags.ca_file;
+  options.client_cert = flags.client_cert;
+  options.client_key = flags.client_key;
   options.insecure = flags.insecure;
   options.create_path = flags.create_path;
   if (const auto env = process_environment()("INSTANCE_GUARD_CREATE_PATH")) {

@@ -30,6 +30,8 @@ struct StoreFlags {
   std::string password_file;         // --password-file
   std::string token_file;            // --token-file
   std::string ca_file;               // --ca-file
+  std::string client_cert;           // --client-cert
+  std::string client_key;            // --client-key
   bool insecure = false;             // --insecure
   bool create_path = false;          // --create-path (or INSTANCE_GUARD_CREATE_PATH=1)
 };
@@ -78,12 +80,27 @@ Resolved<std::optional<Duration>> resolve_duration_flag(const std::optional<std:
 
 // How long `run` gives standing down once the child has exited.
 inline constexpr Duration kDefaultStandDownTimeout = std::chrono::seconds(10);
+// How long `run` gives start-up: from the start to claimed, refused or
+// unreachable (GuardOptions::startup_timeout's default).
+inline constexpr Duration kDefaultStartupTimeout = std::chrono::seconds(30);
 
-// The stand-down budget: --stand-down-timeout (a usage error when malformed
-// or negative), else $INSTANCE_GUARD_STAND_DOWN_TIMEOUT (a configuration
-// error), else kDefaultStandDownTimeout.
+// A time budget: `flag` (named `flag_name`; a usage error when malformed or
+// negative), else $`env` (a configuration error), else `fallback`.
+Resolved<Duration> resolve_budget(const std::optional<std::string>& flag,
+                                  std::string_view flag_name, std::string_view env,
+                                  Duration fallback, const Getenv& getenv);
+
+// The stand-down budget: --stand-down-timeout, else
+// $INSTANCE_GUARD_STAND_DOWN_TIMEOUT, else kDefaultStandDownTimeout
+// (resolve_budget).
 Resolved<Duration> resolve_stand_down_timeout(const std::optional<std::string>& flag,
                                               const Getenv& getenv);
+
+// The start-up budget: --startup-timeout, else
+// $INSTANCE_GUARD_STARTUP_TIMEOUT, else kDefaultStartupTimeout
+// (resolve_budget).
+Resolved<Duration> resolve_startup_timeout(const std::optional<std::string>& flag,
+                                           const Getenv& getenv);
 
 // What a mode guarantees, in a few words (for `status`; a claim says it
 // exactly through Claim::guarantee()).

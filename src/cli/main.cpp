@@ -39,6 +39,15 @@ void add_store_flags(CLI::App& app, StoreFlags& flags) {
       ->check(CLI::ExistingFile);
   creds->add_option("--ca-file", flags.ca_file, "Extra CA bundle for TLS")
       ->check(CLI::ExistingFile);
+  creds
+      ->add_option("--client-cert", flags.client_cert,
+                   "TLS client certificate (PEM) for servers that ask for one (webdav, etcd, "
+                   "postgres)")
+      ->check(CLI::ExistingFile);
+  creds
+      ->add_option("--client-key", flags.client_key,
+                   "The client certificate's private key (PEM), when not in --client-cert")
+      ->check(CLI::ExistingFile);
   creds->add_flag("--insecure", flags.insecure, "Skip TLS certificate verification");
 }
 
@@ -102,6 +111,10 @@ int dispatch(int argc, char** argv) {
                   "How long removing the record may take once COMMAND has exited; past it, or "
                   "at a further signal, the guard exits and the record expires on its own "
                   "[env: INSTANCE_GUARD_STAND_DOWN_TIMEOUT] [default: 10s]");
+  run->add_option("--startup-timeout", run_args.startup_timeout,
+                  "The one budget from start to claimed or refused while the store cannot be "
+                  "reached, the stores' own retries included; past it, exit 69 "
+                  "[env: INSTANCE_GUARD_STARTUP_TIMEOUT] [default: 30s]");
   run->add_option("--wait", run_args.wait,
                   "Wait for the holder to stand down or expire instead of exiting 75; "
                   "--wait=TIMEOUT gives up after TIMEOUT (exit 75) [default: forever]")

@@ -319,6 +319,11 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
     log.error(stand_down_budget.error().message);
     return stand_down_budget.error().exit_code;
   }
+  auto startup_budget = resolve_startup_timeout(args.startup_timeout, getenv);
+  if (!startup_budget) {
+    log.error(startup_budget.error().message);
+    return startup_budget.error().exit_code;
+  }
   if (args.on_lost != "terminate" && args.on_lost != "ignore") {
     log.error("--on-lost: expected terminate or ignore, got \"" + args.on_lost + "\"");
     return kExitUsage;
@@ -360,6 +365,7 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
   options.mode = *mode;
   if (*settle) options.settle = **settle;
   if (*max_skew) options.max_skew = **max_skew;
+  options.startup_timeout = *startup_budget;
   // Runs on the renewal thread: only records why and wakes the main thread.
   options.on_lost = [&loss, &events](const Error& why) {
     loss.set(why);

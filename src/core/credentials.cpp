@@ -56,12 +56,24 @@ std::vector<std::string_view> credential_variables(std::string_view store_url) {
   return out;
 }
 
-std::string shown_store_url(std::string_view url) {
-  std::string out = redact_url(url);
-  for (auto& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F) c = '?';
+std::string printable(std::string_view text, std::size_t max) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text.substr(0, max)) {
+    if (c < 0x20 || c >= 0x7F || c == '\\') {
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xF]);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
   }
+  if (text.size() > max) out += "...";
   return out;
+}
+
+std::string shown_store_url(std::string_view url) {
+  return printable(redact_url(url), std::string_view::npos);
 }
 
 std::unexpected<Error> invalid_store_url(std::string_view url, std::string why) {
@@ -86,6 +98,34 @@ std::optional<std::string> percent_decode(std::string_view text) {
     i += 2;
   }
   return out;
+}
+
+std::optional<std::string> password_in_url(std::string_view url, std::string_view advice) {
+  const auto scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return std::nullopt;
+  const std::string_view rest = url.substr(scheme_end + 3);
+  const auto at = rest.rfind('@');
+  if (at == std::string_view::npos) return std::nullopt;
+  const auto delimiter = rest.find_first_of("/?#");
+  if (delimiter != std::string_view::npos && delimiter < at) {
+    return "an '@' after the host must be escaped as %40 (a password does not belong in the "
+           "URL: " +
+           std::string(advice) + ")";
+  }
+  if (rest.substr(0, at).find(':') != std::string_view::npos) {
+    return "a password in the URL is refused (it would show in ps, shell history and logs); " +
+           std::string(advice);
+  }
+  return std::nullopt;
+}
+
+Result<std::string> take_url_user(std::string_view url, std::string_view& authority) {
+  const auto at = authority.rfind('@');
+  if (at == std::string_view::npos) return std::string();
+  auto user = percent_decode(authority.substr(0, at));
+  if (!user) return invalid_store_url(url, "bad percent escape in the user name");
+  authority.remove_prefix(at + 1);
+  return std::move(*user);
 }
 
 }  // namespace instance

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <random>
 
+#include "instance/startup_budget.hpp"
 #include "instance/time.hpp"
 #include "protocol.hpp"
 
@@ -386,9 +387,33 @@ Result<Guard> Guard::create(std::shared_ptr<Store> store, GuardOptions options) 
   return Guard(std::move(store), std::move(options));
 }
 
+namespace {
+
+// The start-up budget around claim() and resolve_mode(): every store
+// operation inside gives up by now + startup_timeout, and each retry a store
+// makes is logged at info: what failed, where, when the next attempt is.
+// A prvalue (StartupBudget cannot move): `const StartupBudget b = ...;`.
+StartupBudget startup_budget(const GuardOptions& options, std::string store) {
+  const MonoTime deadline = options.clock->monotonic() + options.startup_timeout;
+  return StartupBudget(deadline, [logger = options.logger, clock = options.clock,
+                                  store = std::move(store), deadline](const RetryNotice& n) {
+    const Duration left = std::max(Duration::zero(), deadline - clock->monotonic());
+    logger->info("the store did not answer; trying again",
+                 {{"store", store},
+                  {"error", std::string(n.error)},
+                  {"attempt", std::to_string(n.attempt)},
+                  {"next_attempt_in", format_duration(n.pause)},
+                  {"give_up_in", format_duration(left)}});
+  });
+}
+
+}  // namespace
+
 Result<Capabilities> Guard::learn_capabilities(std::stop_token stop) {
   Clock& clock = *options_->clock;
-  const MonoTime deadline = clock.monotonic() + options_->startup_timeout;
+  const StartupBudget* budget = StartupBudget::current();
+  const MonoTime deadline =
+      budget ? budget->deadline() : clock.monotonic() + options_->startup_timeout;
   Duration pause = std::chrono::milliseconds(250);
   for (bool told = false;; told = true) {
     Capabilities caps = store_->capabilities();
@@ -440,6 +465,7 @@ Result<Guard::ModeChoice> Guard::choose_mode(std::stop_token stop) {
 }
 
 Result<Mode> Guard::resolve_mode(std::stop_token stop) {
+  const StartupBudget budget = startup_budget(*options_, store_->describe());
   auto choice = choose_mode(stop);
   if (!choice) return std::unexpected(choice.error());
   return choice->mode;
@@ -449,6 +475,7 @@ std::expected<Claim, ClaimError> Guard::claim(std::stop_token stop) {
   if (stop.stop_requested()) {
     return std::unexpected(detail::failure(Errc::cancelled, "claim cancelled"));
   }
+  const StartupBudget budget = startup_budget(*options_, store_->describe());
   auto choice = choose_mode(stop);
   if (!choice) return std::unexpected(ClaimError{choice.error(), std::nullopt});
   const Mode mode = choice->mode;

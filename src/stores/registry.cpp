@@ -60,27 +60,12 @@ std::string_view scheme_of(std::string_view url) {
 
 // Percent-decodes a file URL's path; refuses %00 and malformed escapes.
 Result<std::string> decode_path(std::string_view path) {
-  std::string out;
-  for (std::size_t i = 0; i < path.size(); ++i) {
-    if (path[i] != '%') {
-      out.push_back(path[i]);
-      continue;
-    }
-    auto hex = [](char c) {
-      return c >= '0' && c <= '9'   ? c - '0'
-             : c >= 'a' && c <= 'f' ? c - 'a' + 10
-             : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                    : -1;
-    };
-    if (i + 2 >= path.size() || hex(path[i + 1]) < 0 || hex(path[i + 2]) < 0) {
-      return fail(Errc::invalid, "malformed percent escape in file URL path");
-    }
-    const char c = static_cast<char>(hex(path[i + 1]) * 16 + hex(path[i + 2]));
-    if (c == '\0') return fail(Errc::invalid, "file URL path contains %00");
-    out.push_back(c);
-    i += 2;
+  auto out = percent_decode(path);
+  if (!out) return fail(Errc::invalid, "malformed percent escape in file URL path");
+  if (out->find('\0') != std::string::npos) {
+    return fail(Errc::invalid, "file URL path contains %00");
   }
-  return out;
+  return std::move(*out);
 }
 
 Result<std::shared_ptr<Store>> open_directory(std::string_view url, const OpenOptions&) {

@@ -9,14 +9,8 @@ stop_all_etcd() {
 }
 trap 'stop_all_etcd; cleanup' EXIT
 
-# A TCP port on 127.0.0.1 nobody answers on.
-etcd_free_port() {
-  local port
-  while :; do
-    port=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
-  done
-}
+# A TCP port on 127.0.0.1 nobody answers on (lib.sh).
+etcd_free_port() { closed_port; }
 
 # start_etcd NAME [PORT] [VAR=VALUE...]: starts (or restarts, keeping its
 # data) etcd in $WORK/NAME on PORT or a free port, VAR=VALUE in the script's

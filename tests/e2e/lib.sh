@@ -19,7 +19,8 @@ export XDG_STATE_HOME=$WORK/state
 clear_guard_env() {
   unset INSTANCE_GUARD_STORE INSTANCE_GUARD_TTL INSTANCE_GUARD_ID INSTANCE_GUARD_MODE INSTANCE_GUARD_USER \
     INSTANCE_GUARD_CS3_ID INSTANCE_GUARD_CS3_SECRET INSTANCE_GUARD_CS3_SECRET_FILE \
-    INSTANCE_GUARD_PASSWORD INSTANCE_GUARD_TOKEN
+    INSTANCE_GUARD_PASSWORD INSTANCE_GUARD_TOKEN INSTANCE_GUARD_STARTUP_TIMEOUT \
+    INSTANCE_GUARD_STAND_DOWN_TIMEOUT
 }
 clear_guard_env
 
@@ -81,6 +82,15 @@ wait_exit() {
   wait_until "$2" not_running "$pid" || fail "process $pid still running after $2 s"
   EXIT_CODE=0
   wait "$pid" || EXIT_CODE=$?
+}
+
+# closed_port: a TCP port on 127.0.0.1 nobody answers on.
+closed_port() {
+  local port
+  while :; do
+    port=$((20000 + RANDOM % 40000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
+  done
 }
 
 running() { kill -0 "$1" 2>/dev/null; }

@@ -14,7 +14,7 @@ ldd "$BIN" >"$WORK/ldd" || fail "ldd $BIN failed"
 ! grep -Eq "$clients" "$WORK/ldd" || fail "the tool links a store client library: $(grep -E "$clients" "$WORK/ldd")"
 needed=$(readelf -d "$BIN" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')
 for lib in $needed; do
-  [[ $lib =~ ^(libstdc\+\+|libgcc_s|libc|libm|libasan|libubsan|libtsan)\.so ]] ||
+  [[ $lib =~ ^(libstdc\+\+|libgcc_s|libc|libm|ld-linux[-a-z0-9_]*|libasan|libubsan|libtsan)\.so ]] ||
     fail "the tool needs $lib, beyond the C and C++ runtimes (needs: $needed)"
 done
 ok "the binary needs only: $needed"

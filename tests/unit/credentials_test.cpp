@@ -56,5 +56,49 @@ TEST(CredentialEnv, ComesFromTheOptionsLookupAndAnEmptyValueIsUnset) {
   EXPECT_EQ(credential_env(options, "UNSET"), std::nullopt);
 }
 
+TEST(PasswordInUrl, OneRuleForEveryStoreUrl) {
+  constexpr std::string_view advice = "give it with --password-file";
+  EXPECT_EQ(password_in_url("etcd://host:2379/p", advice), std::nullopt);
+  EXPECT_EQ(password_in_url("etcd://alice@host:2379/p", advice), std::nullopt);
+  EXPECT_EQ(password_in_url("/a/plain/path", advice), std::nullopt);
+
+  auto why = password_in_url("redis://alice:Pw-7c1e@host/0", advice);
+  ASSERT_TRUE(why);
+  EXPECT_TRUE(why->starts_with("a password in the URL is refused")) << *why;
+  EXPECT_TRUE(why->ends_with(advice)) << *why;
+  EXPECT_EQ(why->find("Pw-7c1e"), std::string::npos) << *why;
+
+  // A password holding an unescaped '/' leaves its '@' after the "path".
+  why = password_in_url("webdav://alice:Pw/7c1e@host/dav", advice);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("must be escaped as %40"), std::string::npos) << *why;
+  EXPECT_EQ(why->find("7c1e"), std::string::npos) << *why;
+}
+
+TEST(TakeUrlUser, SplitsAndDecodesTheUserName) {
+  std::string_view authority = "al%40ice@host:2379";
+  auto user = take_url_user("etcd://al%40ice@host:2379", authority);
+  ASSERT_TRUE(user) << user.error().message;
+  EXPECT_EQ(*user, "al@ice");
+  EXPECT_EQ(authority, "host:2379");
+
+  authority = "host:2379";
+  EXPECT_EQ(take_url_user("etcd://host:2379", authority).value(), "");
+  EXPECT_EQ(authority, "host:2379");
+
+  authority = "al%4@host";
+  auto bad = take_url_user("etcd://al%4@host", authority);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, Errc::invalid);
+  EXPECT_NE(bad.error().message.find("bad percent escape in the user name"), std::string::npos);
+}
+
+TEST(Printable, EscapesControlNonAsciiAndBackslashAndCuts) {
+  EXPECT_EQ(printable("plain text"), "plain text");
+  EXPECT_EQ(printable(std::string_view("a\0b\n\\\xC3\xA9", 7)), "a\\x00b\\x0A\\x5C\\xC3\\xA9");
+  EXPECT_EQ(printable("abcdef", 3), "abc...");
+  EXPECT_EQ(shown_store_url("webdav://u:secret@host/a\tb"), "webdav://REDACTED@host/a\\x09b");
+}
+
 }  // namespace
 }  // namespace instance::testing

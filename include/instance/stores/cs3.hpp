@@ -57,8 +57,10 @@
 // Retries: gRPC UNAVAILABLE / DEADLINE_EXCEEDED, CS3 CODE_TOO_EARLY,
 // CODE_UNAVAILABLE, CODE_RESOURCE_EXHAUSTED, CODE_LOCKED on a document
 // (someone's remove_if holds it a moment), HTTP 425, 429 and 5xx but 501 and
-// 507, and transport errors are retried with exponential backoff and full
-// jitter until retry_deadline; then Errc::unavailable (or timeout).
+// 507, and transport errors are retried with exponential backoff and equal
+// jitter until retry_deadline (on `clock`), or the current StartupBudget's
+// deadline when earlier (instance/startup_budget.hpp); then
+// Errc::unavailable (or timeout).
 //
 // Secrets: the service account secret and every token (access token,
 // transfer tokens) live only in memory; never logged, never in describe()
@@ -94,10 +96,14 @@ struct Cs3Stats {
 };
 
 struct Cs3StoreOptions {
-  std::string gateway;            // "host:port" of the gateway's gRPC endpoint
-  bool tls = false;               // gRPC over TLS (cs3s://)
-  std::filesystem::path ca_file;  // extra CA bundle (PEM), gRPC and data gateway
-  bool insecure = false;          // data gateway: skip TLS verification (warned about)
+  std::string gateway;                // "host:port" of the gateway's gRPC endpoint
+  bool tls = false;                   // gRPC over TLS (cs3s://)
+  std::filesystem::path ca_file;      // extra CA bundle (PEM), gRPC and data gateway
+  std::filesystem::path client_cert;  // TLS client certificate (PEM), gRPC and data gateway
+  std::filesystem::path client_key;   // its private key (PEM); empty: in client_cert
+  // Skip TLS verification of the gateway (gRPC) and the data gateway
+  // (warned about).
+  bool insecure = false;
 
   // The space: "<storageid>$<spaceid>" or "<spaceid>" (the `!` node form
   // is refused).

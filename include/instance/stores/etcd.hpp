@@ -34,10 +34,11 @@
 // Requests: one libcurl handle per store, reused under a mutex (one
 // keep-alive connection, requests serialised). Transport failures and
 // gRPC Unavailable / DeadlineExceeded answers are retried with exponential
-// backoff and full jitter until `retry_deadline`; then Errc::unavailable (or
-// Errc::timeout). A write whose earlier attempt may have reached the server is
-// resolved on retry: a failed compare that our own earlier attempt explains
-// (the key holds exactly our bytes, or our lease) counts as success.
+// backoff and equal jitter until `retry_deadline` (on `clock`), or the
+// current StartupBudget's deadline when earlier (instance/startup_budget.hpp);
+// then Errc::unavailable (or Errc::timeout). A write whose earlier attempt may have reached the
+// server is resolved on retry: a failed compare that our own earlier attempt explains (the key
+// holds exactly our bytes, or our lease) counts as success.
 //
 // Auth: with a user and password, POST /v3/auth/authenticate gives a token,
 // sent as the Authorization header and renewed once when the server calls it
@@ -57,6 +58,7 @@
 #include <string>
 #include <string_view>
 
+#include "instance/clock.hpp"
 #include "instance/error.hpp"
 #include "instance/export.hpp"
 #include "instance/logger.hpp"
@@ -79,14 +81,18 @@ struct EtcdStoreOptions {
   std::string password;  // never logged
   std::string token;     // never logged
 
-  std::filesystem::path ca_file;  // extra CA bundle (PEM) for https; empty: the system's
-  bool insecure = false;          // skip TLS verification (warned about at creation)
+  std::filesystem::path ca_file;      // extra CA bundle (PEM) for https; empty: the system's
+  std::filesystem::path client_cert;  // TLS client certificate (PEM), for --client-cert-auth
+  std::filesystem::path client_key;   // its private key (PEM); empty: in client_cert
+  bool insecure = false;              // skip TLS verification (warned about at creation)
 
   std::chrono::milliseconds connect_timeout{3000};   // per connection attempt
   std::chrono::milliseconds request_timeout{10000};  // per request, whole transfer
   std::chrono::milliseconds retry_deadline{10000};   // all attempts of one operation
   std::chrono::milliseconds initial_backoff{50};     // first retry delay (before jitter)
   std::chrono::milliseconds max_backoff{1000};       // retry delay cap
+  // Retry deadlines and pauses run on it (tests inject a FakeClock).
+  std::shared_ptr<Clock> clock;  // the system clock when null
 
   std::shared_ptr<Logger> logger;  // null: discard
 };
@@ -99,14 +105,16 @@ struct EtcdStoreOptions {
 // INSTANCE_GUARD_USER or the URL's user name; or a token from
 // options.token_file or INSTANCE_GUARD_TOKEN. Files win over the
 // environment; a token and a password together are refused, and so is a
-// password in the URL (no message echoes it). Also takes ca_file, insecure
+// password in the URL (no message echoes it). Also takes ca_file,
+// client_cert, client_key, insecure
 // and logger, and sets retry_deadline to ttl/3 (between 1 s and 10 s) so an
 // operation never outlasts a renewal period.
 INSTANCE_EXPORT Result<EtcdStoreOptions> parse_etcd_url(std::string_view url,
                                                         const OpenOptions& options);
 
 // Builds the store; sends no request. Errc::invalid for a bad endpoint or
-// prefix, a user without a password, or an unreadable ca_file.
+// prefix, a user without a password, or an unreadable ca_file, client_cert
+// or client_key.
 INSTANCE_EXPORT Result<std::shared_ptr<Store>> make_etcd_store(EtcdStoreOptions options);
 
 // The etcd store family for open_store(): its schemes (etcd://, etcds://). A

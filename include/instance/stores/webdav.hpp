@@ -22,9 +22,10 @@
 // written, someone wrote in between and the version returned never matches.
 //
 // Retries: transport errors, 5xx (but 501/505/507) and 425 Too Early are
-// retried with exponential backoff and full jitter until `retry_deadline`
-// (steady clock) runs out; then Errc::unavailable (or Errc::timeout when the
-// last attempt timed out). A write whose first attempt may have reached the
+// retried with exponential backoff and equal jitter until `retry_deadline`
+// (on `clock`), or the current StartupBudget's deadline when earlier
+// (instance/startup_budget.hpp), runs out; then Errc::unavailable (or
+// Errc::timeout when the last attempt timed out). A write whose first attempt may have reached the
 // server is resolved on retry (a 412 or 404 that our own earlier attempt
 // explains counts as success).
 //
@@ -119,8 +120,10 @@ struct WebDavStoreOptions {
   std::string user;    // basic auth user
   std::string secret;  // basic auth password (or app token) or bearer token; never logged
 
-  std::filesystem::path ca_file;  // extra CA bundle (PEM) for TLS; empty: the system's
-  bool insecure = false;          // skip TLS verification (warned about at creation)
+  std::filesystem::path ca_file;      // extra CA bundle (PEM) for TLS; empty: the system's
+  std::filesystem::path client_cert;  // TLS client certificate (PEM); empty: none
+  std::filesystem::path client_key;   // its private key (PEM); empty: in client_cert
+  bool insecure = false;              // skip TLS verification (warned about at creation)
 
   std::chrono::milliseconds connect_timeout{5000};   // per connection attempt
   std::chrono::milliseconds request_timeout{15000};  // per request, whole transfer
@@ -165,7 +168,8 @@ struct WebDavStoreOptions {
 // options.user, INSTANCE_GUARD_USER or the URL's user name. Files win over
 // the environment; a token and a password together are refused. A password
 // in the URL is refused (Errc::invalid, pointing at the file and environment
-// options); no message ever echoes it. Also takes ca_file, insecure, logger
+// options); no message ever echoes it. Also takes ca_file, client_cert,
+// client_key, insecure, logger
 // and ttl (max_clock_skew = ttl/10) from `options`.
 INSTANCE_EXPORT Result<WebDavStoreOptions> parse_webdav_url(std::string_view url,
                                                             const OpenOptions& options);
@@ -173,7 +177,7 @@ INSTANCE_EXPORT Result<WebDavStoreOptions> parse_webdav_url(std::string_view url
 // Builds the store; sends no request (the server may be down at start: the
 // first operation then fails with Errc::unavailable after its retries).
 // Errc::invalid for a bad base URL, missing secret for the auth kind, or an
-// unreadable ca_file.
+// unreadable ca_file, client_cert or client_key.
 INSTANCE_EXPORT Result<std::shared_ptr<Store>> make_webdav_store(WebDavStoreOptions options);
 
 // The webdav store family for open_store(): its schemes (webdav://, webdavs://, opencloud://). A

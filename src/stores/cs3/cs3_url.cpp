@@ -118,6 +118,8 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
                              "a bearer token (--token-file)");
   }
   out.ca_file = options.ca_file;
+  out.client_cert = options.client_cert;
+  out.client_key = options.client_key;
   out.insecure = options.insecure;
   out.read_only = options.read_only;
   out.logger = options.logger;

@@ -58,35 +58,6 @@ Errc map_grpc_status(grpc::StatusCode code) {
   }
 }
 
-Errc map_http_status(long status) {
-  switch (status) {
-    case 404:
-    case 410:
-      return Errc::not_found;
-    case 409:
-    case 412:
-      return Errc::conflict;
-    case 423:
-      return Errc::locked;
-    case 401:
-    case 403:
-      return Errc::permission;
-    case 507:
-      return Errc::no_space;
-    case 425:
-    case 429:
-      return Errc::unavailable;
-    case 501:
-    case 505:
-      return Errc::unsupported;
-    default:
-      break;
-  }
-  if (status >= 500) return Errc::unavailable;
-  if (status >= 300) return Errc::invalid;
-  return Errc::malformed;
-}
-
 bool retryable_cs3(Code code) {
   return code == rpc::CODE_TOO_EARLY || code == rpc::CODE_UNAVAILABLE ||
          code == rpc::CODE_RESOURCE_EXHAUSTED;
@@ -95,11 +66,6 @@ bool retryable_cs3(Code code) {
 bool retryable_grpc(grpc::StatusCode code) {
   return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED ||
          code == grpc::StatusCode::RESOURCE_EXHAUSTED;
-}
-
-bool retryable_http(long status) {
-  if (status == 425 || status == 429) return true;
-  return status >= 500 && status != 501 && status != 505 && status != 507;
 }
 
 std::string_view code_name(Code code) {
@@ -145,30 +111,6 @@ std::string_view grpc_code_name(grpc::StatusCode code) {
       return "UNAUTHENTICATED";
     default:
       return "(unknown)";
-  }
-}
-
-std::string http_status_text(long status) {
-  std::string text = "HTTP " + std::to_string(status);
-  switch (status) {
-    case 401:
-      return text + " Unauthorized";
-    case 403:
-      return text + " Forbidden";
-    case 404:
-      return text + " Not Found";
-    case 412:
-      return text + " Precondition Failed";
-    case 423:
-      return text + " Locked";
-    case 425:
-      return text + " Too Early";
-    case 500:
-      return text + " Internal Server Error";
-    case 503:
-      return text + " Service Unavailable";
-    default:
-      return text;
   }
 }
 

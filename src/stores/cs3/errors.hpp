@@ -15,14 +15,12 @@
 //   UNAUTHENTICATED / PERMISSION_DENIED -> permission, UNIMPLEMENTED ->
 //   unsupported, CANCELLED -> cancelled, INVALID_ARGUMENT -> invalid,
 //   everything else -> unavailable.
-// map_http_status (data gateway): 404 -> not_found, 412 -> conflict,
-//   423 -> locked, 401/403 -> permission, 507 -> no_space, 425/429/5xx ->
-//   unavailable, 501 -> unsupported, other 4xx -> invalid.
+// The data gateway's HTTP answers map through net::map_result
+// (src/net/errors.hpp), as every HTTP store's do.
 //
 // The retryable_* functions say which answers a retry may cure: CS3
 // TOO_EARLY, UNAVAILABLE, RESOURCE_EXHAUSTED; gRPC UNAVAILABLE,
-// DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED; HTTP 425, 429, 5xx but 501, 505,
-// 507; libcurl transport errors.
+// DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED.
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -40,15 +38,12 @@ using Code = ::cs3::rpc::v1beta1::Code;
 
 Errc map_cs3_code(Code code);
 Errc map_grpc_status(grpc::StatusCode code);
-Errc map_http_status(long status);
 
 bool retryable_cs3(Code code);
 bool retryable_grpc(grpc::StatusCode code);
-bool retryable_http(long status);
 
-// "CODE_NOT_FOUND", "UNAVAILABLE", "HTTP 425 Too Early".
+// "CODE_NOT_FOUND", "UNAVAILABLE".
 std::string_view code_name(Code code);
 std::string_view grpc_code_name(grpc::StatusCode code);
-std::string http_status_text(long status);
 
 }  // namespace instance::cs3

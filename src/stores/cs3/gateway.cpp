@@ -2,21 +2,11 @@
 // (found by id and checked), call preparation, the retry loop's helpers.
 #include <ctime>
 #include <random>
-#include <thread>
 
 #include "store.hpp"
 
 namespace instance::cs3 {
 namespace {
-
-// Keeps a server's message printable and short: it goes into our errors.
-std::string printable(std::string_view text, std::size_t max = 200) {
-  std::string out;
-  for (unsigned char c : text.substr(0, max))
-    out.push_back(c >= 0x20 && c < 0x7F ? static_cast<char>(c) : '?');
-  if (text.size() > max) out += "...";
-  return out;
-}
 
 // A token may travel in gRPC metadata and HTTP headers: printable ASCII only.
 bool usable_token(std::string_view token) {
@@ -212,16 +202,6 @@ Try<void> Cs3Store::check_space_locked(const std::string& token, const sp::Stora
                                       hint);
   }
   return {};
-}
-
-void Cs3Store::sleep_jittered(std::chrono::milliseconds backoff) {
-  std::int64_t ms = 0;
-  {
-    std::lock_guard lock(random_mu_);
-    ms = std::uniform_int_distribution<std::int64_t>(
-        0, std::max<std::int64_t>(1, backoff.count()))(rng_);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 std::string Cs3Store::random_hex(std::size_t bytes) {

@@ -2,6 +2,9 @@
 #include <fstream>
 #include <iterator>
 
+#include <grpcpp/security/tls_certificate_verifier.h>
+#include <grpcpp/security/tls_credentials_options.h>
+
 #include "store.hpp"
 
 namespace instance::cs3 {
@@ -43,28 +46,37 @@ Result<void> Cs3Store::check_key(std::string_view op, const Key& key) const {
   return {};
 }
 
-Failure Cs3Store::http_failure(const DataResponse& r, const std::string& token) {
-  if (!r.transport_ok()) {
-    if (r.curl == CURLE_WRITE_ERROR && r.body_too_large) {
-      return Failure{Error{Errc::malformed, "the data gateway's reply exceeds the 1 MiB cap"}};
-    }
-    const bool retry = DataClient::retryable(r.curl);
-    Errc code = r.curl == CURLE_OPERATION_TIMEDOUT ? Errc::timeout : Errc::unavailable;
-    std::string message = "no reply from the data gateway (" + r.curl_message + ")";
-    if (r.curl == CURLE_PEER_FAILED_VERIFICATION || r.curl == CURLE_SSL_CACERT_BADFILE) {
-      message += "; TLS verification failed: give the CA with --ca-file";
-    }
-    return Failure{Error{code, std::move(message)}, retry, DataClient::may_have_applied(r.curl)};
-  }
-  if (r.status == 401) {
+net::Response Cs3Store::transfer(bool put, const std::string& url, std::string_view transfer_token,
+                                 std::string_view access_token, std::string_view body,
+                                 std::size_t max_body) {
+  if (options_.stats) ++options_.stats->http_requests;
+  net::Request request{.method = put ? "PUT" : "GET",
+                       .url = url,
+                       .headers = {"X-Reva-Transfer: " + std::string(transfer_token),
+                                   "x-access-token: " + std::string(access_token)},
+                       .body = body,
+                       .has_body = put,
+                       .max_body = max_body,
+                       .timeout = options_.call_timeout};
+  if (put) request.headers.emplace_back("Content-Type: application/octet-stream");
+  net::Response r = data_->perform(request);
+  if (r.transport_ok()) check_date(r.header("Date"));
+  return r;
+}
+
+std::string Cs3Store::etag_of(const net::Response& r) {
+  auto etag = r.header("ETag");
+  return etag.empty() ? r.header("OC-ETag") : etag;
+}
+
+Failure Cs3Store::http_failure(const net::Response& r, const std::string& token) {
+  if (r.transport_ok() && r.status == 401) {
     forget_token(token);  // expired between the call and the transfer
     return Failure{Error{Errc::permission, "the data gateway refused our token (HTTP 401)"}, true};
   }
-  std::string message = "the data gateway answered " + http_status_text(r.status);
-  if (r.status == 403) message += " (the transfer token was refused)";
-  const bool maybe = r.status == 500 || r.status == 502 || r.status == 504;
-  return Failure{Error{map_http_status(r.status), std::move(message)}, retryable_http(r.status),
-                 maybe};
+  Error error = net::make_error("the data gateway", r);
+  if (r.transport_ok() && r.status == 403) error.message += " (the transfer token was refused)";
+  return Failure{std::move(error), net::is_retryable(r), net::may_have_applied(r)};
 }
 
 // ------------------------------------------------------------------ reads
@@ -87,17 +99,11 @@ Try<std::optional<Document>> Cs3Store::fetch(const std::string& path) {
   if (protocol == nullptr || !usable_header_value(protocol->token())) {
     return failure(Errc::malformed, "InitiateFileDownload offered no usable download endpoint");
   }
-  if (options_.stats) ++options_.stats->http_requests;
-  DataResponse r = data_->perform({.put = false,
-                                   .url = protocol->download_endpoint(),
-                                   .transfer_token = protocol->token(),
-                                   .access_token = used.token,
-                                   .max_body = kMaxDocumentSize,
-                                   .timeout = options_.call_timeout});
-  if (r.transport_ok()) check_date(r.date);
+  net::Response r = transfer(false, protocol->download_endpoint(), protocol->token(), used.token,
+                             {}, kMaxDocumentSize);
   if (r.transport_ok() && r.status == 404) return std::optional<Document>{};
   if (!r.transport_ok() || r.status != 200) return std::unexpected(http_failure(r, used.token));
-  return std::optional<Document>{Document{std::move(r.body), std::move(r.etag)}};
+  return std::optional<Document>{Document{std::move(r.body), etag_of(r)}};
 }
 
 Result<Document> Cs3Store::get(const Key& key) {
@@ -252,17 +258,10 @@ Try<std::string> Cs3Store::write_once(const std::string& path, std::string_view 
   if (protocol == nullptr || !usable_header_value(protocol->token())) {
     return failure(Errc::unsupported, "InitiateFileUpload offered no \"simple\" upload endpoint");
   }
-  if (options_.stats) ++options_.stats->http_requests;
-  DataResponse r = data_->perform({.put = true,
-                                   .url = protocol->upload_endpoint(),
-                                   .transfer_token = protocol->token(),
-                                   .access_token = used.token,
-                                   .body = data,
-                                   .max_body = 64 * 1024,
-                                   .timeout = options_.call_timeout});
-  if (r.transport_ok()) check_date(r.date);
-  if (r.transport_ok() && r.status >= 200 && r.status < 300) {
-    if (!r.etag.empty()) return r.etag;
+  net::Response r =
+      transfer(true, protocol->upload_endpoint(), protocol->token(), used.token, data, 64 * 1024);
+  if (r.success()) {
+    if (auto etag = etag_of(r); !etag.empty()) return etag;
     auto version = version_if_ours(path, data);
     if (!version) return std::unexpected(std::move(version.error()));
     return version->value_or(std::string(kSupersededVersion));
@@ -492,12 +491,45 @@ Result<void> Cs3Store::require_native_lease(std::string_view op, const Key& key)
 
 namespace {
 
-Result<std::string> read_pem(const std::filesystem::path& file) {
+// `what` names the file in messages ("the CA file").
+Result<std::string> read_pem(const std::filesystem::path& file, std::string_view what) {
   std::ifstream in(file, std::ios::binary);
-  if (!in) return fail(Errc::invalid, "cannot read the CA file " + file.string());
+  if (!in) return fail(Errc::invalid, "cannot read " + std::string(what) + " " + file.string());
   std::string pem((std::istreambuf_iterator<char>(in)), {});
-  if (pem.empty()) return fail(Errc::invalid, "the CA file " + file.string() + " is empty");
+  if (pem.empty()) {
+    return fail(Errc::invalid, std::string(what) + " " + file.string() + " is empty");
+  }
   return pem;
+}
+
+// The gRPC channel's credentials: TLS (cs3s://) verified against the
+// system's roots or ca_file, with the client certificate when given; with
+// `insecure`, TLS without verification; plain otherwise.
+Result<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials(
+    const Cs3StoreOptions& options) {
+  if (!options.tls) return grpc::InsecureChannelCredentials();
+  if (options.insecure) {
+    grpc::experimental::TlsChannelCredentialsOptions tls;
+    tls.set_verify_server_certs(false);
+    tls.set_check_call_host(false);
+    tls.set_certificate_verifier(std::make_shared<grpc::experimental::NoOpCertificateVerifier>());
+    return grpc::experimental::TlsCredentials(tls);
+  }
+  grpc::SslCredentialsOptions ssl;
+  if (!options.ca_file.empty()) {
+    auto pem = read_pem(options.ca_file, "the CA file");
+    if (!pem) return std::unexpected(pem.error());
+    ssl.pem_root_certs = std::move(*pem);
+  }
+  if (!options.client_cert.empty()) {
+    auto cert = read_pem(options.client_cert, "the client certificate");
+    if (!cert) return std::unexpected(cert.error());
+    auto key = options.client_key.empty() ? cert : read_pem(options.client_key, "the client key");
+    if (!key) return std::unexpected(key.error());
+    ssl.pem_cert_chain = std::move(*cert);
+    ssl.pem_private_key = std::move(*key);
+  }
+  return grpc::SslCredentials(ssl);
 }
 
 bool valid_gateway(std::string_view gateway) {
@@ -554,28 +586,23 @@ Result<std::shared_ptr<Store>> make_cs3_store(Cs3StoreOptions options) {
   if (!options.logger) options.logger = null_logger();
   if (!options.clock) options.clock = system_clock();
 
-  std::shared_ptr<grpc::ChannelCredentials> credentials;
-  if (options.tls) {
-    grpc::SslCredentialsOptions ssl;
-    if (!options.ca_file.empty()) {
-      auto pem = cs3::read_pem(options.ca_file);
-      if (!pem) return std::unexpected(pem.error());
-      ssl.pem_root_certs = std::move(*pem);
-    }
-    credentials = grpc::SslCredentials(ssl);
-  } else {
-    credentials = grpc::InsecureChannelCredentials();
-  }
+  const net::TlsOptions tls{.ca_file = options.ca_file,
+                            .client_cert = options.client_cert,
+                            .client_key = options.client_key,
+                            .insecure = options.insecure};
+  if (auto ok = net::check_tls_files(tls); !ok) return std::unexpected(ok.error());
+  auto credentials = cs3::channel_credentials(options);
+  if (!credentials) return std::unexpected(credentials.error());
   if (options.insecure) {
     options.logger->warn(
-        "TLS verification of the CS3 data gateway is off (--insecure); the "
-        "gateway's gRPC TLS is still verified");
+        "TLS verification of the CS3 gateway and data gateway is off (--insecure): anyone on "
+        "the path can read and change what the guard stores");
   }
-  auto data = cs3::DataClient::create(options.ca_file, options.insecure);
+  auto data = net::Client::create({.tls = tls});
   if (!data) return std::unexpected(data.error());
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(16 << 20);
-  auto channel = grpc::CreateCustomChannel(options.gateway, credentials, arguments);
+  auto channel = grpc::CreateCustomChannel(options.gateway, *credentials, arguments);
   auto stub = cs3::gw::GatewayAPI::NewStub(channel);
   std::string where = std::string(options.tls ? "cs3s://" : "cs3://") + options.gateway + "/" +
                       options.space_id + "/" + options.folder;

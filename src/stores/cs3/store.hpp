@@ -21,9 +21,12 @@
 #include <grpcpp/grpcpp.h>
 
 #include "cs3/gateway/v1beta1/gateway_api.grpc.pb.h"
-#include "data_client.hpp"
 #include "errors.hpp"
+#include "instance/credentials.hpp"  // printable
 #include "instance/stores/cs3.hpp"
+#include "net/errors.hpp"
+#include "net/http.hpp"
+#include "net/retry.hpp"
 
 namespace instance::cs3 {
 
@@ -79,7 +82,7 @@ inline bool plausible_version(std::string_view version) {
 class Cs3Store final : public Store {
  public:
   Cs3Store(Cs3StoreOptions options, std::string where, std::unique_ptr<gw::GatewayAPI::Stub> stub,
-           std::unique_ptr<DataClient> data)
+           std::unique_ptr<net::Client> data)
       : options_(std::move(options)),
         where_(std::move(where)),
         stub_(std::move(stub)),
@@ -145,10 +148,13 @@ class Cs3Store final : public Store {
   // or retry_deadline passes; the error names op, key and endpoint.
   template <class T, class Attempt>
   Result<T> with_retries(std::string_view op, const Key& key, Attempt&& attempt) {
-    const auto deadline = std::chrono::steady_clock::now() + options_.retry_deadline;
-    auto backoff = options_.initial_backoff;
+    net::Retry retry({.initial_backoff = options_.initial_backoff,
+                      .max_backoff = options_.max_backoff,
+                      .deadline = options_.retry_deadline},
+                     *options_.clock, net::random_seed());
     bool maybe_applied = false;
-    for (int attempts = 1;; ++attempts) {
+    while (true) {
+      (void)retry.begin_attempt(options_.call_timeout);
       Try<T> r = attempt(maybe_applied);
       if (r) {
         if constexpr (std::is_void_v<T>) {
@@ -159,17 +165,18 @@ class Cs3Store final : public Store {
       }
       Failure& f = r.error();
       maybe_applied = maybe_applied || f.maybe_applied;
-      if (!f.retry || std::chrono::steady_clock::now() + backoff > deadline) {
+      const auto pause = f.retry ? retry.next_pause() : std::nullopt;
+      if (!pause) {
         std::string message = what(op, key) + " at " + where_ + ": " + f.error.message;
-        if (attempts > 1) message += " (after " + std::to_string(attempts) + " attempts)";
+        if (retry.attempts() > 1) {
+          message += " (after " + std::to_string(retry.attempts()) + " attempts)";
+        }
         return std::unexpected(Error{f.error.code, std::move(message)});
       }
       if (options_.stats) ++options_.stats->retries;
-      sleep_jittered(backoff);
-      backoff = std::min(backoff * 2, options_.max_backoff);
+      retry.wait(*pause, what(op, key) + " at " + where_ + ": " + f.error.message);
     }
   }
-  void sleep_jittered(std::chrono::milliseconds backoff);
   void check_date(const std::string& date);
   void count_rpc() {
     if (options_.stats) ++options_.stats->rpcs;
@@ -200,7 +207,15 @@ class Cs3Store final : public Store {
   Result<Capabilities> probe_locked();
   Result<void> require_conditional_writes(std::string_view op, const Key& key);
   Result<void> require_native_lease(std::string_view op, const Key& key);
-  Failure http_failure(const DataResponse& response, const std::string& token);
+  Failure http_failure(const net::Response& response, const std::string& token);
+  // The ETag header of a transfer, or OC-ETag when there is none.
+  static std::string etag_of(const net::Response& response);
+  // One transfer on the data gateway: GET `url`, or PUT `body` when `put`,
+  // with the transfer token (X-Reva-Transfer) and the access token
+  // (x-access-token) as headers (printable ASCII, checked where they arrive).
+  net::Response transfer(bool put, const std::string& url, std::string_view transfer_token,
+                         std::string_view access_token, std::string_view body,
+                         std::size_t max_body);
 
   // ---- store_lock.cpp
   Try<std::string> set_lock(const std::string& path, std::string_view lock_id, Duration ttl,
@@ -231,7 +246,7 @@ class Cs3Store final : public Store {
   const Cs3StoreOptions options_;
   const std::string where_;
   const std::unique_ptr<gw::GatewayAPI::Stub> stub_;
-  const std::unique_ptr<DataClient> data_;
+  const std::unique_ptr<net::Client> data_;  // the data gateway
 
   std::mutex session_mu_;
   std::string token_;                   // empty: authenticate first
@@ -243,7 +258,7 @@ class Cs3Store final : public Store {
   std::mutex lock_resources_mu_;
   std::set<std::string> lock_resources_;  // lock documents known to exist
 
-  // Probe names, lock tokens and backoff jitter; one generator per store,
+  // Probe names and lock tokens; one generator per store,
   // guarded by random_mu_ (stores on other threads have their own).
   std::mutex random_mu_;
   std::mt19937_64 rng_{std::random_device{}()};

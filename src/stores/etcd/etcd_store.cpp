@@ -5,20 +5,20 @@
 #include <cmath>
 #include <fstream>
 #include <mutex>
-#include <random>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "codec.hpp"
-#include "http.hpp"
+#include "instance/credentials.hpp"  // printable
 #include "instance/stores/etcd.hpp"
+#include "net/errors.hpp"
+#include "net/http.hpp"
+#include "net/retry.hpp"
 
 namespace instance {
 namespace {
 
 using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kMaxDocumentReply = std::size_t{4} << 20;  // one value, base64
 constexpr std::size_t kMaxListReply = std::size_t{64} << 20;     // keys only
@@ -32,21 +32,6 @@ struct Failure {
   bool may_have_applied = false;
   std::optional<etcd::GatewayError> gateway;
 };
-
-bool is_tls_failure(CURLcode curl) {
-  switch (curl) {
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-    case CURLE_SSL_INVALIDCERTSTATUS:
-    case CURLE_SSL_CRL_BADFILE:
-      return true;
-    default:
-      return false;
-  }
-}
 
 // A gateway error inside a 200 reply: a streaming call (lease keep-alive)
 // reports failures as {"error": {"grpc_code": N, "message": ...}}.
@@ -73,55 +58,12 @@ std::optional<json> parse_reply(std::string_view body) {
   return j;
 }
 
-Failure classify(const etcd::HttpReply& reply, const std::string& what) {
+Failure classify(const net::Response& reply, const std::string& what) {
   Failure f;
   if (!reply.transport_ok()) {
-    if (reply.curl == CURLE_WRITE_ERROR && reply.body_too_large) {
-      f.error = Error{Errc::malformed, what + ": the reply exceeds the size cap"};
-      return f;
-    }
-    Errc code = Errc::unavailable;
-    switch (reply.curl) {
-      case CURLE_OPERATION_TIMEDOUT:
-        code = Errc::timeout;
-        break;
-      case CURLE_URL_MALFORMAT:
-      case CURLE_UNSUPPORTED_PROTOCOL:
-        code = Errc::invalid;
-        break;
-      case CURLE_OUT_OF_MEMORY:
-      case CURLE_BAD_FUNCTION_ARGUMENT:
-      case CURLE_FAILED_INIT:
-        code = Errc::internal;
-        break;
-      default:
-        break;
-    }
-    std::string message = what + ": no reply (" + reply.curl_message + ")";
-    if (is_tls_failure(reply.curl)) {
-      message +=
-          "; TLS verification failed: give the server's CA with --ca-file (or, only for "
-          "testing, --insecure)";
-    }
-    f.error = Error{code, std::move(message)};
-    switch (reply.curl) {
-      case CURLE_COULDNT_RESOLVE_HOST:
-      case CURLE_COULDNT_CONNECT:
-      case CURLE_SSL_CONNECT_ERROR:
-        f.retry = true;  // nothing was sent
-        break;
-      case CURLE_OPERATION_TIMEDOUT:
-      case CURLE_SEND_ERROR:
-      case CURLE_RECV_ERROR:
-      case CURLE_GOT_NOTHING:
-      case CURLE_PARTIAL_FILE:
-      case CURLE_WEIRD_SERVER_REPLY:
-        f.retry = true;
-        f.may_have_applied = true;
-        break;
-      default:
-        break;
-    }
+    f.error = net::make_error(what, reply);
+    f.retry = net::transport_retryable(reply.curl);
+    f.may_have_applied = f.retry && net::transport_may_have_applied(reply.curl);
     return f;
   }
   if (auto g = etcd::parse_gateway_error(reply.body)) {
@@ -141,28 +83,14 @@ Failure classify(const etcd::HttpReply& reply, const std::string& what) {
     f.gateway = std::move(*g);
     return f;
   }
-  const long s = reply.status;
-  std::string message = what + ": HTTP " + std::to_string(s);
-  if (s == 404) message += " (no etcd v3 gateway at /v3/: etcd 3.4 or later is needed)";
-  if (s >= 300 && s < 400) message += " (redirects are not followed: check http vs https)";
-  f.error = Error{s == 401 || s == 403 ? Errc::permission
-                  : s >= 500           ? Errc::unavailable
-                  : s == 404           ? Errc::unsupported
-                                       : Errc::invalid,
-                  std::move(message)};
-  f.retry = s == 502 || s == 503 || s == 504;
-  f.may_have_applied = f.retry;
-  return f;
-}
-
-// The owner string of a lock, safe to show: printable ASCII, at most 80.
-std::string printable(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text.substr(0, 80)) {
-    out.push_back(c >= 0x20 && c < 0x7F ? static_cast<char>(c) : '?');
+  f.error = net::make_error(what, reply);
+  if (reply.status == 404) {
+    f.error.code = Errc::unsupported;
+    f.error.message += " (no etcd v3 gateway at /v3/: etcd 3.4 or later is needed)";
   }
-  if (text.size() > 80) out += "...";
-  return out;
+  f.retry = net::status_retryable(reply.status);
+  f.may_have_applied = net::status_may_have_applied(reply.status);
+  return f;
 }
 
 struct LockToken {
@@ -209,7 +137,7 @@ json delete_op(const std::string& key) {
 
 class EtcdStore final : public Store {
  public:
-  EtcdStore(EtcdStoreOptions options, std::unique_ptr<etcd::HttpClient> http, std::string shown)
+  EtcdStore(EtcdStoreOptions options, std::unique_ptr<net::Client> http, std::string shown)
       : options_(std::move(options)), http_(std::move(http)), shown_(std::move(shown)) {}
 
   std::string describe() const override { return shown_; }
@@ -534,7 +462,7 @@ class EtcdStore final : public Store {
     if (!token_.empty() || auth_disabled_) return token_;
     const std::string what = "etcd authenticate as " + printable(options_.user) + " at " + shown_;
     const std::string body = json{{"name", options_.user}, {"password", options_.password}}.dump();
-    const auto reply = http_->post("/v3/auth/authenticate", body, "", timeout, kMaxSmallReply);
+    const auto reply = post("/v3/auth/authenticate", body, "", timeout, kMaxSmallReply);
     if (reply.transport_ok() && reply.status == 200) {
       const auto j = parse_reply(reply.body);
       if (!j || !j->contains("token") || !(*j)["token"].is_string() ||
@@ -563,23 +491,40 @@ class EtcdStore final : public Store {
     if (token_ == used) token_.clear();
   }
 
+  // POSTs `body` (JSON) to endpoint + path ("/v3/kv/range"), with
+  // "Authorization: <authorization>" when that is not empty.
+  net::Response post(std::string_view path, std::string_view body, std::string_view authorization,
+                     std::chrono::milliseconds timeout, std::size_t max_body) {
+    net::Request request{.method = "POST",
+                         .url = options_.endpoint + std::string(path),
+                         .headers = {"Content-Type: application/json"},
+                         .body = body,
+                         .has_body = true,
+                         .max_body = max_body,
+                         .timeout = timeout};
+    if (!authorization.empty()) {
+      request.headers.push_back("Authorization: " + std::string(authorization));
+    }
+    return http_->perform(request);
+  }
+
   // Sends one request, retrying what a retry may cure until retry_deadline.
   Result<Reply> call(const std::string& what, std::string_view path, const json& body,
                      std::size_t max_body) {
     const std::string payload = body.dump();
-    const auto deadline = Clock::now() + options_.retry_deadline;
-    auto backoff = options_.initial_backoff;
+    net::Retry retry({.initial_backoff = options_.initial_backoff,
+                      .max_backoff = options_.max_backoff,
+                      .deadline = options_.retry_deadline},
+                     *options_.clock, net::random_seed());
     bool maybe_applied = false;
     bool logged_in_again = false;
-    for (int attempt = 1;; ++attempt) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    while (true) {
       const auto timeout =
-          std::clamp(left, std::chrono::milliseconds(200), options_.request_timeout);
+          retry.begin_attempt(options_.request_timeout, std::chrono::milliseconds(200));
       Failure f;
       auto auth = authorization(timeout);
       if (auth) {
-        const auto reply = http_->post(path, payload, *auth, timeout, max_body);
+        const auto reply = post(path, payload, *auth, timeout, max_body);
         if (reply.transport_ok() && reply.status == 200) {
           auto j = parse_reply(reply.body);
           if (!j) return fail(Errc::malformed, what + ": the reply is not a JSON object");
@@ -604,20 +549,17 @@ class EtcdStore final : public Store {
       }
       if (!f.retry) return std::unexpected(std::move(f.error));
       maybe_applied = maybe_applied || f.may_have_applied;
-      thread_local std::mt19937_64 rng{std::random_device{}()};
-      const auto pause = std::chrono::milliseconds(
-          std::uniform_int_distribution<std::int64_t>(0, backoff.count())(rng));
-      if (Clock::now() + pause >= deadline) {
-        f.error.message += " (gave up after " + std::to_string(attempt) + " attempts)";
+      const auto pause = retry.next_pause();
+      if (!pause) {
+        f.error.message += " (gave up after " + std::to_string(retry.attempts()) + " attempts)";
         return std::unexpected(std::move(f.error));
       }
-      std::this_thread::sleep_for(pause);
-      backoff = std::min(backoff * 2, options_.max_backoff);
+      retry.wait(*pause, f.error.message);
     }
   }
 
   EtcdStoreOptions options_;
-  std::unique_ptr<etcd::HttpClient> http_;
+  std::unique_ptr<net::Client> http_;
   std::string shown_;
   LockGrants grants_;  // each lock token's granted TTL (lock_granted)
   std::mutex auth_mu_;
@@ -676,17 +618,17 @@ Result<std::shared_ptr<Store>> make_etcd_store(EtcdStoreOptions options) {
                 "etcd: a password was given but no user (give --user or "
                 "INSTANCE_GUARD_USER)");
   }
-  if (!options.ca_file.empty() && !std::ifstream(options.ca_file)) {
-    return fail(Errc::invalid, "cannot read the CA file " + options.ca_file.string());
-  }
+  const net::TlsOptions tls{.ca_file = options.ca_file,
+                            .client_cert = options.client_cert,
+                            .client_key = options.client_key,
+                            .insecure = options.insecure};
+  if (auto ok = net::check_tls_files(tls); !ok) return std::unexpected(ok.error());
   if (options.insecure && options.logger) {
     options.logger->warn("TLS verification is off for the etcd store (--insecure)",
                          {{"store", std::string(endpoint)}});
   }
-  auto http = etcd::HttpClient::create({.endpoint = options.endpoint,
-                                        .ca_file = options.ca_file,
-                                        .insecure = options.insecure,
-                                        .connect_timeout = options.connect_timeout});
+  if (!options.clock) options.clock = system_clock();
+  auto http = net::Client::create({.tls = tls, .connect_timeout = options.connect_timeout});
   if (!http) return std::unexpected(http.error());
   std::string shown = (https ? "etcds://" : "etcd://") + std::string(authority) + options.prefix;
   return std::make_shared<EtcdStore>(std::move(options), std::move(*http), std::move(shown));

@@ -26,23 +26,7 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
     return invalid_store_url(url, "expected etcd:// or etcds://");
   std::string_view rest = url.substr(scheme_end + 3);
 
-  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
-    const auto delimiter = rest.find_first_of("/?#");
-    if (delimiter != std::string_view::npos && delimiter < at) {
-      return invalid_store_url(
-          url,
-          "an '@' after the host is not allowed (a password does not belong in "
-          "the URL: " +
-              std::string(kPasswordAdvice) + ")");
-    }
-    if (rest.substr(0, at).find(':') != std::string_view::npos) {
-      return invalid_store_url(
-          url,
-          "a password in the URL is refused (it would show in ps, shell history "
-          "and logs); " +
-              std::string(kPasswordAdvice));
-    }
-  }
+  if (auto why = password_in_url(url, kPasswordAdvice)) return invalid_store_url(url, *why);
   if (std::ranges::any_of(rest, [](unsigned char c) { return c <= 0x20 || c >= 0x7F; })) {
     return invalid_store_url(url, "spaces or control characters");
   }
@@ -53,13 +37,8 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
   std::string_view authority = rest.substr(0, slash);
   std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
 
-  std::string url_user;
-  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
-    auto decoded = percent_decode(authority.substr(0, at));
-    if (!decoded) return invalid_store_url(url, "bad percent escape in the user name");
-    url_user = std::move(*decoded);
-    authority = authority.substr(at + 1);
-  }
+  auto url_user = take_url_user(url, authority);
+  if (!url_user) return std::unexpected(url_user.error());
   if (authority.empty() || authority.starts_with(':')) return invalid_store_url(url, "no host");
   std::string host_port(authority);
   const auto close = host_port.rfind(']');
@@ -105,7 +84,7 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
   }
   out.user = options.user;
   if (out.user.empty()) out.user = credential_env(options, kUserEnv).value_or("");
-  if (out.user.empty()) out.user = std::move(url_user);
+  if (out.user.empty()) out.user = std::move(*url_user);
   if (token) {
     out.token = std::move(*token);
     out.user.clear();
@@ -121,6 +100,8 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
   }
 
   out.ca_file = options.ca_file;
+  out.client_cert = options.client_cert;
+  out.client_key = options.client_key;
   out.insecure = options.insecure;
   out.logger = options.logger;
   const auto third = std::chrono::duration_cast<std::chrono::milliseconds>(options.ttl / 3);

@@ -41,23 +41,7 @@ Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const Open
     return invalid(url, "expected postgres:// or postgresql://");
   }
   const std::string_view rest = url.substr(scheme_end + 3);
-  // User info: a '@' before the first '/', '?' or '#'. A '@' after one of
-  // those is refused too: it may be a password holding an unescaped '/'.
-  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
-    const auto delimiter = rest.find_first_of("/?#");
-    if (delimiter != std::string_view::npos && delimiter < at) {
-      return invalid(url,
-                     "an '@' after the host must be escaped as %40 (a password does not "
-                     "belong in the URL: " +
-                         std::string(kPasswordAdvice) + ")");
-    }
-    if (rest.substr(0, at).find(':') != std::string_view::npos) {
-      return invalid(url,
-                     "a password in the URL is refused (it would show in ps, shell history "
-                     "and logs); " +
-                         std::string(kPasswordAdvice));
-    }
-  }
+  if (auto why = password_in_url(url, kPasswordAdvice)) return invalid(url, *why);
   for (unsigned char c : rest) {
     if (c <= 0x20 || c >= 0x7F) return invalid(url, "spaces or control characters");
   }
@@ -142,6 +126,11 @@ Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const Open
   } else if (options.insecure && !sslmode_given) {
     out.params.emplace_back("sslmode", "require");  // encrypted, certificate not checked
   }
+  if (!options.client_cert.empty()) {
+    out.params.emplace_back("sslcert", options.client_cert.string());
+  }
+  if (!options.client_key.empty()) out.params.emplace_back("sslkey", options.client_key.string());
+
   if (std::ranges::none_of(out.params,
                            [](const auto& p) { return p.first == "application_name"; })) {
     out.params.emplace_back("application_name", "instance-guard");

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "connection.hpp"
+#include "instance/credentials.hpp"  // printable
 #include "instance/stores/postgres.hpp"
 #include "sql.hpp"
 
@@ -56,15 +57,6 @@ std::optional<Token> parse_token(std::string_view token) {
 std::string ttl_ms(Duration ttl) {
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(ttl).count();
   return std::to_string(std::max<std::int64_t>(ms, 1));
-}
-
-// The owner as printable ASCII (it is only for operators reading the table).
-std::string printable(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text.substr(0, 256)) {
-    out.push_back(c >= 0x20 && c < 0x7F ? static_cast<char>(c) : '?');
-  }
-  return out;
 }
 
 class PostgresStore final : public Store {
@@ -210,7 +202,7 @@ class PostgresStore final : public Store {
     if (key.empty()) return fail(Errc::invalid, "lock at " + options_.endpoint + ": empty key");
     const std::string& k = key.str();
     const std::string nonce = random_nonce();
-    const std::string who = printable(owner);
+    const std::string who = printable(owner, 256);
     const std::string ms = ttl_ms(ttl);
     const Param params[] = {{k}, {nonce}, {who}, {ms}};
     auto reply = exec("lock", key, sql_.lock.c_str(), params);

@@ -112,24 +112,7 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
     return invalid_store_url(url, "expected redis://host[:port]");
   std::string_view rest = url.substr(scheme_end + 3);
 
-  // User info: refuse a password before anything else can echo it. An '@'
-  // after the first '/', '?' or '#' may be a password holding one of them.
-  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
-    const auto delimiter = rest.find_first_of("/?#");
-    if (delimiter != std::string_view::npos && delimiter < at) {
-      return invalid_store_url(url,
-                               "an '@' after the host must be escaped as %40 (a password does not "
-                               "belong in the URL: " +
-                                   std::string(kPasswordAdvice) + ")");
-    }
-    if (rest.substr(0, at).find(':') != std::string_view::npos) {
-      return invalid_store_url(
-          url,
-          "a password in the URL is refused (it would show in ps, shell history "
-          "and logs); " +
-              std::string(kPasswordAdvice));
-    }
-  }
+  if (auto why = password_in_url(url, kPasswordAdvice)) return invalid_store_url(url, *why);
   for (unsigned char c : rest) {
     if (c <= 0x20 || c >= 0x7F) return invalid_store_url(url, "spaces or control characters");
   }
@@ -147,13 +130,8 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
       slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
 
   RedisStoreOptions out;
-  std::string url_user;
-  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
-    auto decoded = percent_decode(authority.substr(0, at));
-    if (!decoded) return invalid_store_url(url, "bad percent escape in the user name");
-    url_user = std::move(*decoded);
-    authority = authority.substr(at + 1);
-  }
+  auto url_user = take_url_user(url, authority);
+  if (!url_user) return std::unexpected(url_user.error());
   auto host_port = parse_authority(url, authority);
   if (!host_port) return std::unexpected(host_port.error());
   out.host = std::move(host_port->first);
@@ -184,7 +162,7 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
     out.prefix = std::move(*value);
   }
 
-  if (auto creds = credentials(url, std::move(url_user), options, out); !creds) {
+  if (auto creds = credentials(url, std::move(*url_user), options, out); !creds) {
     return std::unexpected(creds.error());
   }
   out.logger = options.logger;

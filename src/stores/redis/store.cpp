@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "connection.hpp"
+#include "instance/credentials.hpp"  // printable
 #include "instance/stores/redis.hpp"
 #include "instance/time.hpp"
 #include "scripts.hpp"
@@ -30,23 +31,6 @@ std::string glob_escape(std::string_view text) {
     if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out.push_back('\\');
     out.push_back(c);
   }
-  return out;
-}
-
-// Bytes a server (or a hostile key) sent, made safe for one log line.
-std::string printable(std::string_view text, std::size_t max = 200) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text.substr(0, max)) {
-    if (c < 0x20 || c >= 0x7F || c == '\\') {
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  if (text.size() > max) out += "...";
   return out;
 }
 

@@ -5,13 +5,6 @@
 namespace instance::webdav {
 namespace {
 
-int hex_digit(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 bool has_control_or_space(std::string_view text) noexcept {
   for (unsigned char c : text) {
     if (c <= 0x20 || c >= 0x7F) return true;
@@ -20,24 +13,6 @@ bool has_control_or_space(std::string_view text) noexcept {
 }
 
 }  // namespace
-
-std::optional<std::string> percent_decode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out.push_back(text[i]);
-      continue;
-    }
-    if (i + 2 >= text.size()) return std::nullopt;
-    const int hi = hex_digit(text[i + 1]);
-    const int lo = hex_digit(text[i + 2]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out.push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
-  return out;
-}
 
 Result<BaseUrl> parse_base_url(std::string_view url) {
   auto invalid = [](std::string why) {
@@ -114,24 +89,6 @@ std::string key_url(const BaseUrl& base, const Key& key, bool collection) {
   }
   if (collection) url.push_back('/');
   return url;
-}
-
-std::string printable(std::string_view text, std::size_t max) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (out.size() >= max) {
-      out.append("...");
-      break;
-    }
-    if (c >= 0x20 && c < 0x7F && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X", c);
-      out.append(buf);
-    }
-  }
-  return out;
 }
 
 }  // namespace instance::webdav

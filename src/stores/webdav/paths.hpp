@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "instance/credentials.hpp"  // percent_decode, printable
 #include "instance/error.hpp"
 #include "instance/key.hpp"
 
@@ -28,18 +29,11 @@ struct BaseUrl {
 // query, fragment, dot segments, empty segments or bad escapes.
 Result<BaseUrl> parse_base_url(std::string_view url);
 
-// Decodes %XX (either case). nullopt for a truncated or non-hex escape.
-std::optional<std::string> percent_decode(std::string_view text);
-
 // The URL path of `key` under the base: "/seg/seg" with '%' sent as %25;
 // with `collection`, a trailing '/'.
 std::string key_url(const BaseUrl& base, const Key& key, bool collection);
 
 // The escaped key segments as the server stores them (the file names).
 std::vector<std::string> key_names(const Key& key);
-
-// Text safe to show in a message: printable ASCII kept, every other byte as
-// \xNN, cut to `max` bytes.
-std::string printable(std::string_view text, std::size_t max = 160);
 
 }  // namespace instance::webdav

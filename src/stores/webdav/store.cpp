@@ -5,7 +5,7 @@ namespace instance {
 namespace webdav {
 
 Result<std::optional<Document>> WebDavStore::fetch(const Key& key) {
-  HttpRequest request{
+  net::Request request{
       .method = "GET", .url = key_url(base_, key, false), .max_body = kMaxDocumentSize};
   const Sent sent = send(std::move(request));
   const auto& r = sent.response;
@@ -20,10 +20,10 @@ Result<std::optional<Document>> WebDavStore::fetch(const Key& key) {
   }
   if (!r.success()) return failed("get", key, sent);
   if (r.status != 200) {
-    return malformed("get", key, "unexpected " + describe_result(r));
+    return malformed("get", key, "unexpected " + net::describe(r));
   }
   remember_folders(key);
-  return std::optional<Document>(Document{r.body, r.etag});
+  return std::optional<Document>(Document{r.body, r.header("ETag")});
 }
 
 Result<Document> WebDavStore::get(const Key& key) {
@@ -70,12 +70,12 @@ Result<std::string> WebDavStore::write(std::string_view op, const Key& key, std:
       return fail(Errc::already_exists, what(op, key) + " at " + where_ + ": already exists");
     }
   }
-  HttpRequest request{.method = "PUT",
-                      .url = key_url(base_, key, false),
-                      .headers = {"Content-Type: application/octet-stream"},
-                      .body = data,
-                      .has_body = true,
-                      .max_body = kMaxErrorBody};
+  net::Request request{.method = "PUT",
+                       .url = key_url(base_, key, false),
+                       .headers = {"Content-Type: application/octet-stream"},
+                       .body = data,
+                       .has_body = true,
+                       .max_body = kMaxErrorBody};
   if (condition.kind == Condition::absent) request.headers.emplace_back("If-None-Match: *");
   if (condition.kind == Condition::match) {
     request.headers.push_back("If-Match: " + std::string(condition.version));
@@ -98,7 +98,8 @@ Result<std::string> WebDavStore::write(std::string_view op, const Key& key, std:
   const auto& r = sent.response;
   if (r.success()) {
     remember_folders(key);
-    return r.etag.empty() ? learn_version(key, data) : r.etag;
+    auto etag = r.header("ETag");
+    return etag.empty() ? learn_version(key, data) : etag;
   }
   if (!r.transport_ok() || (r.status != 412 && r.status != 404)) return failed(op, key, sent);
 
@@ -117,12 +118,12 @@ Result<std::string> WebDavStore::write(std::string_view op, const Key& key, std:
 }
 
 long WebDavStore::folder_status(const std::string& url) {
-  HttpRequest request{.method = "PROPFIND",
-                      .url = url,
-                      .headers = {"Depth: 0", "Content-Type: application/xml; charset=utf-8"},
-                      .body = kPropfindBody,
-                      .has_body = true,
-                      .max_body = kMaxListingSize};
+  net::Request request{.method = "PROPFIND",
+                       .url = url,
+                       .headers = {"Depth: 0", "Content-Type: application/xml; charset=utf-8"},
+                       .body = kPropfindBody,
+                       .has_body = true,
+                       .max_body = kMaxListingSize};
   const auto r = send(std::move(request)).response;
   return r.transport_ok() ? r.status : 0;
 }
@@ -155,9 +156,9 @@ Result<void> WebDavStore::ensure_base() {
   // Every folder of the path, top down; 405: it exists.
   for (std::size_t end = base_.path.find('/', 1); end != std::string::npos;
        end = base_.path.find('/', end + 1)) {
-    HttpRequest request{.method = "MKCOL",
-                        .url = base_.origin + base_.path.substr(0, end) + "/",
-                        .max_body = kMaxErrorBody};
+    net::Request request{.method = "MKCOL",
+                         .url = base_.origin + base_.path.substr(0, end) + "/",
+                         .max_body = kMaxErrorBody};
     const Sent sent = send(std::move(request));
     if (!sent.response.success() &&
         !(sent.response.transport_ok() && sent.response.status == 405)) {
@@ -178,7 +179,7 @@ Result<void> WebDavStore::make_folders(const Key& key) {
     for (const auto& folder : folders_above(key, false)) {  // the base first
       if (folder_known(folder)) continue;
       auto mkcol = [&] {
-        return send(HttpRequest{
+        return send(net::Request{
             .method = "MKCOL", .url = key_url(base_, folder, true), .max_body = kMaxErrorBody});
       };
       Sent sent = mkcol();
@@ -213,7 +214,7 @@ Result<void> WebDavStore::erase(std::string_view op, const Key& key, Condition c
   if (condition.kind == Condition::match && !plausible_version(condition.version)) {
     return fail(Errc::conflict, what(op, key) + " at " + where_ + ": version does not match");
   }
-  HttpRequest request{
+  net::Request request{
       .method = "DELETE", .url = key_url(base_, key, false), .max_body = kMaxErrorBody};
   if (condition.kind == Condition::match) {
     request.headers.push_back("If-Match: " + std::string(condition.version));
@@ -256,10 +257,10 @@ Result<std::shared_ptr<Store>> make_webdav_store(WebDavStoreOptions options) {
   auto base = webdav::parse_base_url(options.base_url);
   if (!base) return std::unexpected(base.error());
   const std::string where = redact_url(base->origin + base->path);
-  webdav::HttpClientOptions http;
+  net::ClientOptions http;
   switch (options.auth) {
     case WebDavAuth::none:
-      http.auth = webdav::HttpClientOptions::Auth::none;
+      http.auth = net::ClientOptions::Auth::none;
       break;
     case WebDavAuth::basic:
       if (options.user.empty() || options.user.find(':') != std::string::npos) {
@@ -269,30 +270,28 @@ Result<std::shared_ptr<Store>> make_webdav_store(WebDavStoreOptions options) {
       if (options.secret.empty()) {
         return fail(Errc::invalid, "WebDAV store " + where + ": basic auth needs a password");
       }
-      http.auth = webdav::HttpClientOptions::Auth::basic;
+      http.auth = net::ClientOptions::Auth::basic;
       break;
     case WebDavAuth::bearer:
       if (options.secret.empty()) {
         return fail(Errc::invalid, "WebDAV store " + where + ": bearer auth needs a token");
       }
-      http.auth = webdav::HttpClientOptions::Auth::bearer;
+      http.auth = net::ClientOptions::Auth::bearer;
       break;
   }
-  if (!options.ca_file.empty()) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(options.ca_file, ec)) {
-      return fail(Errc::invalid, "WebDAV store " + where + ": cannot read the CA file " +
-                                     options.ca_file.string());
-    }
+  http.tls = {.ca_file = options.ca_file,
+              .client_cert = options.client_cert,
+              .client_key = options.client_key,
+              .insecure = options.insecure};
+  if (auto ok = net::check_tls_files(http.tls); !ok) {
+    return fail(Errc::invalid, "WebDAV store " + where + ": " + ok.error().message);
   }
   if (!options.logger) options.logger = null_logger();
   if (!options.clock) options.clock = system_clock();
   http.user = options.user;
   http.secret = options.secret;
-  http.ca_file = options.ca_file;
-  http.insecure = options.insecure;
   http.connect_timeout = options.connect_timeout;
-  auto client = webdav::HttpClient::create(std::move(http));
+  auto client = net::Client::create(std::move(http));
   if (!client) return std::unexpected(client.error());
 
   if (options.insecure && base->origin.starts_with("https://")) {

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "errors.hpp"
-#include "http_client.hpp"
 #include "instance/stores/webdav.hpp"
+#include "net/http.hpp"
 #include "paths.hpp"
 
 namespace instance::webdav {
@@ -49,7 +49,7 @@ struct Condition {
 // Whether a PUT's answer says a folder above it is missing: 409 (RFC 4918:
 // mod_dav, lighttpd, ocdav), or 404 (rclone, sabre/dav), which a PUT
 // otherwise gives only for If-Match on an absent document.
-inline bool parent_missing(const HttpResponse& r, Condition condition) {
+inline bool parent_missing(const net::Response& r, Condition condition) {
   return r.transport_ok() &&
          (r.status == 409 || (r.status == 404 && condition.kind != Condition::match));
 }
@@ -66,7 +66,7 @@ inline bool plausible_version(std::string_view version) {
 
 class WebDavStore final : public Store {
  public:
-  WebDavStore(WebDavStoreOptions options, BaseUrl base, std::unique_ptr<HttpClient> http)
+  WebDavStore(WebDavStoreOptions options, BaseUrl base, std::unique_ptr<net::Client> http)
       : options_(std::move(options)),
         base_(std::move(base)),
         http_(std::move(http)),
@@ -108,13 +108,13 @@ class WebDavStore final : public Store {
  private:
   // The final answer to a request after retries.
   struct Sent {
-    HttpResponse response;
+    net::Response response;
     bool maybe_applied_before = false;  // an earlier attempt may have reached the server
     int attempts = 0;
   };
 
-  Sent send(HttpRequest request);
-  void check_date(const HttpResponse& response);
+  Sent send(net::Request request);
+  void check_date(const net::Response& response);
 
   Result<std::string> write(std::string_view op, const Key& key, std::string_view data,
                             Condition condition);
@@ -231,7 +231,7 @@ class WebDavStore final : public Store {
 
   const WebDavStoreOptions options_;
   const BaseUrl base_;
-  const std::unique_ptr<HttpClient> http_;
+  const std::unique_ptr<net::Client> http_;
   const std::string where_;
 
   std::mutex folders_mu_;

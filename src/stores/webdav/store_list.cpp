@@ -29,12 +29,12 @@ Result<void> WebDavStore::list_folder(const Key& folder, bool top, std::size_t d
                                       std::vector<Key>& out) {
   constexpr std::string_view op = "list";
   if (depth > kMaxListingDepth) return malformed(op, folder, "folders nested too deep");
-  HttpRequest request{.method = "PROPFIND",
-                      .url = key_url(base_, folder, true),
-                      .headers = {"Depth: 1", "Content-Type: application/xml; charset=utf-8"},
-                      .body = kPropfindBody,
-                      .has_body = true,
-                      .max_body = kMaxListingSize};
+  net::Request request{.method = "PROPFIND",
+                       .url = key_url(base_, folder, true),
+                       .headers = {"Depth: 1", "Content-Type: application/xml; charset=utf-8"},
+                       .body = kPropfindBody,
+                       .has_body = true,
+                       .max_body = kMaxListingSize};
   const Sent sent = send(std::move(request));
   const auto& r = sent.response;
   if (r.body_too_large) return malformed(op, folder, "the listing is larger than 16 MiB");
@@ -44,7 +44,7 @@ Result<void> WebDavStore::list_folder(const Key& folder, bool top, std::size_t d
   }
   if (!r.success()) return failed(op, folder, sent);
   if (r.status != 207) {
-    return malformed(op, folder, "expected 207 Multi-Status, got " + describe_result(r));
+    return malformed(op, folder, "expected 207 Multi-Status, got " + net::describe(r));
   }
   auto entries = parse_multistatus(r.body, base_.segments);
   if (!entries) return malformed(op, folder, entries.error().message);

@@ -134,13 +134,13 @@ Result<std::string> WebDavStore::send_lock(std::string_view op, const Key& key, 
   if (auto made = make_lock_resource(op, key, at); !made) return std::unexpected(made.error());
   const std::string body = lock_body(owner);
   const std::string timeout = timeout_value(ttl);
-  HttpRequest request{.method = "LOCK",
-                      .url = key_url(base_, at, false),
-                      .headers = {"Depth: 0", "Timeout: " + timeout,
-                                  "Content-Type: application/xml; charset=utf-8"},
-                      .body = body,
-                      .has_body = true,
-                      .max_body = kMaxErrorBody};
+  net::Request request{.method = "LOCK",
+                       .url = key_url(base_, at, false),
+                       .headers = {"Depth: 0", "Timeout: " + timeout,
+                                   "Content-Type: application/xml; charset=utf-8"},
+                       .body = body,
+                       .has_body = true,
+                       .max_body = kMaxErrorBody};
   Sent sent = send(request);
   if (parent_missing(sent.response, {})) {
     forget_folders();  // a folder was removed behind our back
@@ -149,7 +149,7 @@ Result<std::string> WebDavStore::send_lock(std::string_view op, const Key& key, 
   }
   const auto& r = sent.response;
   if (status) *status = r.transport_ok() ? r.status : 0;
-  if (server) *server = r.server;
+  if (server) *server = r.header("Server");
   if (r.transport_ok() && r.status == 423) {
     std::string message = what(op, key) + " at " + where_ + ": held by another process or guard";
     if (sent.maybe_applied_before) {
@@ -161,7 +161,7 @@ Result<std::string> WebDavStore::send_lock(std::string_view op, const Key& key, 
   if (!r.success()) return failed(op, key, sent);
   remember_folders(at);
 
-  std::string token(unbracket(r.lock_token));
+  std::string token(unbracket(r.header("Lock-Token")));
   auto active = parse_lock_discovery(r.body, token);
   if (token.empty()) {
     if (!active) return malformed(op, key, "no Lock-Token header and " + active.error().message);
@@ -179,12 +179,12 @@ Result<void> WebDavStore::make_lock_resource(std::string_view op, const Key& key
     std::lock_guard lock(folders_mu_);
     if (lock_resources_.contains(at)) return {};
   }
-  HttpRequest request{.method = "PUT",
-                      .url = key_url(base_, at, false),
-                      .headers = {"Content-Type: application/octet-stream", "If-None-Match: *"},
-                      .body = {},
-                      .has_body = true,
-                      .max_body = kMaxErrorBody};
+  net::Request request{.method = "PUT",
+                       .url = key_url(base_, at, false),
+                       .headers = {"Content-Type: application/octet-stream", "If-None-Match: *"},
+                       .body = {},
+                       .has_body = true,
+                       .max_body = kMaxErrorBody};
   Sent sent = send(request);
   if (parent_missing(sent.response, {Condition::absent, {}})) {
     forget_folders();
@@ -207,7 +207,7 @@ Result<void> WebDavStore::send_refresh(std::string_view op, const Key& key, cons
     return fail(code, what(op, key) + " at " + where_ + ": lock lost: " + std::string(why));
   };
   if (!plausible_token(token)) return gone(Errc::not_found, "not a lock token of this store");
-  HttpRequest request{
+  net::Request request{
       .method = "LOCK",
       .url = key_url(base_, at, false),
       .headers = {"If: (<" + std::string(token) + ">)", "Timeout: " + timeout_value(ttl)},
@@ -247,10 +247,10 @@ Result<void> WebDavStore::send_unlock(std::string_view op, const Key& key, const
   };
   if (!plausible_token(token)) return gone();
   grants_.forget(token);
-  HttpRequest request{.method = "UNLOCK",
-                      .url = key_url(base_, at, false),
-                      .headers = {"Lock-Token: <" + std::string(token) + ">"},
-                      .max_body = kMaxErrorBody};
+  net::Request request{.method = "UNLOCK",
+                       .url = key_url(base_, at, false),
+                       .headers = {"Lock-Token: <" + std::string(token) + ">"},
+                       .max_body = kMaxErrorBody};
   const Sent sent = send(std::move(request));
   const auto& r = sent.response;
   if (r.success()) return {};
@@ -277,7 +277,7 @@ bool WebDavStore::probe_native_lease() {
   // The lease resource is a document (make_lock_resource): remove it again
   // whatever the outcome.
   auto remove_scratch = [&] {
-    HttpRequest cleanup{
+    net::Request cleanup{
         .method = "DELETE", .url = key_url(base_, scratch, false), .max_body = kMaxErrorBody};
     if (const auto r = send(std::move(cleanup)).response; !r.success() && r.status != 404) {
       options_.logger->warn("could not remove the lock probe's scratch document",

@@ -46,19 +46,19 @@ Result<Capabilities> WebDavStore::probe_locked() {
   auto warn = [&](std::string finding) { findings.push_back(std::move(finding)); };
   auto put = [&](std::vector<std::string> headers, std::string_view body) {
     headers.emplace_back("Content-Type: application/octet-stream");
-    HttpRequest request{.method = "PUT",
-                        .url = key_url(base_, scratch, false),
-                        .headers = std::move(headers),
-                        .body = body,
-                        .has_body = true,
-                        .max_body = kMaxErrorBody};
+    net::Request request{.method = "PUT",
+                         .url = key_url(base_, scratch, false),
+                         .headers = std::move(headers),
+                         .body = body,
+                         .has_body = true,
+                         .max_body = kMaxErrorBody};
     return send(std::move(request)).response;
   };
   auto del = [&](std::vector<std::string> headers) {
-    HttpRequest request{.method = "DELETE",
-                        .url = key_url(base_, scratch, false),
-                        .headers = std::move(headers),
-                        .max_body = kMaxErrorBody};
+    net::Request request{.method = "DELETE",
+                         .url = key_url(base_, scratch, false),
+                         .headers = std::move(headers),
+                         .max_body = kMaxErrorBody};
     return send(std::move(request)).response;
   };
 
@@ -82,12 +82,12 @@ Result<Capabilities> WebDavStore::probe_locked() {
   const auto again = put({"If-None-Match: *"}, "probe 2");
   const bool inm = again.transport_ok() && again.status == 412;
   if (!inm) {
-    warn("If-None-Match: * on an existing document answered " + describe_result(again));
+    warn("If-None-Match: * on an existing document answered " + net::describe(again));
   }
   const auto wrong = put({"If-Match: \"instance-guard-wrong-version\""}, "probe 3");
   const bool wrong_refused = wrong.transport_ok() && wrong.status == 412;
   if (!wrong_refused) {
-    warn("If-Match with a wrong version answered " + describe_result(wrong));
+    warn("If-Match with a wrong version answered " + net::describe(wrong));
   }
   const auto current = fetch(scratch);
   const std::string etag = current && *current ? (*current)->version : std::string{};
@@ -100,13 +100,13 @@ Result<Capabilities> WebDavStore::probe_locked() {
   const auto right = put({"If-Match: " + etag}, "probe 4");
   const bool right_accepted = !etag.empty() && right.success();
   if (!right_accepted) {
-    warn("If-Match with the current version answered " + describe_result(right) +
+    warn("If-Match with the current version answered " + net::describe(right) +
          " (weak or unstable ETags?)");
   }
   const auto del_wrong = del({"If-Match: \"instance-guard-wrong-version\""});
   const bool del_refused = del_wrong.transport_ok() && del_wrong.status == 412;
   if (!del_refused) {
-    warn("DELETE with a wrong If-Match answered " + describe_result(del_wrong));
+    warn("DELETE with a wrong If-Match answered " + net::describe(del_wrong));
   }
   if (const auto cleanup = del({}); !cleanup.success() && cleanup.status != 404) {
     options_.logger->warn("could not remove the capability probe's scratch document",
@@ -115,9 +115,9 @@ Result<Capabilities> WebDavStore::probe_locked() {
   // Apache's mod_dav checks If-Match / If-None-Match and then writes without
   // holding a lock: two concurrent conditional PUTs can both succeed (about
   // half the time in the tests' race). Honoured, but not atomic.
-  const bool not_atomic = again.server.starts_with("Apache");
+  const bool not_atomic = again.header("Server").starts_with("Apache");
   if (not_atomic) {
-    warn("the server is Apache httpd (Server: " + printable(again.server) +
+    warn("the server is Apache httpd (Server: " + printable(again.header("Server")) +
          "), whose mod_dav checks If-Match and If-None-Match without a lock, so two "
          "concurrent conditional writes can both succeed");
   }

@@ -13,23 +13,6 @@ namespace {
 
 constexpr std::string_view kDefaultOpenCloudFolder = ".instance-guard";
 
-// The URL for a message: everything between "://" and the last '@' dropped
-// (user info, even with an unescaped '/', '?' or '#' in a password), then
-// redact_url for sensitive query parameters.
-std::string shown(std::string_view url) {
-  std::string out(url);
-  if (const auto start = out.find("://"); start != std::string::npos) {
-    if (const auto at = out.rfind('@'); at != std::string::npos && at > start) {
-      out.replace(start + 3, at + 1 - (start + 3), "REDACTED@");
-    }
-  }
-  return webdav::printable(redact_url(out));
-}
-
-std::unexpected<Error> invalid(std::string_view url, std::string why) {
-  return fail(Errc::invalid, "store URL " + shown(url) + ": " + std::move(why));
-}
-
 // Percent-encodes every byte outside RFC 3986's unreserved set.
 std::string encode_segment(std::string_view raw) {
   static constexpr char kHex[] = "0123456789ABCDEF";
@@ -67,15 +50,15 @@ Result<Credentials> credentials(std::string_view url, std::string url_user,
     password = std::move(*p);
   }
   if (token && password) {
-    return invalid(url, "both a token file and a password file were given; give one");
+    return invalid_store_url(url, "both a token file and a password file were given; give one");
   }
   if (!token && !password) {
     token = credential_env(options, kTokenEnv);
     password = credential_env(options, kPasswordEnv);
     if (token && password) {
-      return invalid(url,
-                     "both INSTANCE_GUARD_TOKEN and INSTANCE_GUARD_PASSWORD are set; "
-                     "unset one");
+      return invalid_store_url(url,
+                               "both INSTANCE_GUARD_TOKEN and INSTANCE_GUARD_PASSWORD are set; "
+                               "unset one");
     }
   }
   Credentials out;
@@ -88,20 +71,20 @@ Result<Credentials> credentials(std::string_view url, std::string url_user,
     out.user.clear();
   } else if (password) {
     if (out.user.empty()) {
-      return invalid(url,
-                     "a password was given but no user: give --user or "
-                     "INSTANCE_GUARD_USER");
+      return invalid_store_url(url,
+                               "a password was given but no user: give --user or "
+                               "INSTANCE_GUARD_USER");
     }
     out.auth = WebDavAuth::basic;
     out.secret = std::move(*password);
   } else if (!out.user.empty()) {
-    return invalid(url,
-                   "a user was given but no password: give --password-file or "
-                   "INSTANCE_GUARD_PASSWORD (or a token with --token-file or "
-                   "INSTANCE_GUARD_TOKEN)");
+    return invalid_store_url(url,
+                             "a user was given but no password: give --password-file or "
+                             "INSTANCE_GUARD_PASSWORD (or a token with --token-file or "
+                             "INSTANCE_GUARD_TOKEN)");
   }
   if (out.user.find(':') != std::string::npos) {
-    return invalid(url, "a basic-auth user name cannot contain ':'");
+    return invalid_store_url(url, "a basic-auth user name cannot contain ':'");
   }
   return out;
 }
@@ -111,7 +94,7 @@ Result<Credentials> credentials(std::string_view url, std::string url_user,
 Result<WebDavStoreOptions> parse_webdav_url(std::string_view url, const OpenOptions& options) {
   const auto scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) {
-    return invalid(url, "expected webdav://, webdavs:// or opencloud://");
+    return invalid_store_url(url, "expected webdav://, webdavs:// or opencloud://");
   }
   std::string scheme(url.substr(0, scheme_end));
   for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -121,49 +104,26 @@ Result<WebDavStoreOptions> parse_webdav_url(std::string_view url, const OpenOpti
   } else if (scheme == "webdavs" || scheme == "opencloud") {
     http_scheme = "https";
   } else {
-    return invalid(url, "expected webdav://, webdavs:// or opencloud://");
+    return invalid_store_url(url, "expected webdav://, webdavs:// or opencloud://");
   }
   std::string_view rest = url.substr(scheme_end + 3);
-  // User info: a '@' before the first '/', '?' or '#'. A '@' after one of
-  // those is refused too: it may be a password holding an unescaped '/', '?'
-  // or '#', and messages must never show it (shown() drops up to the last '@').
   constexpr std::string_view kPasswordAdvice =
       "give it with --password-file or INSTANCE_GUARD_PASSWORD, or a token with --token-file or "
       "INSTANCE_GUARD_TOKEN";
-  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
-    const auto delimiter = rest.find_first_of("/?#");
-    if (delimiter != std::string_view::npos && delimiter < at) {
-      return invalid(url,
-                     "an '@' after the host must be escaped as %40 (a password does not "
-                     "belong in the URL: " +
-                         std::string(kPasswordAdvice) + ")");
-    }
-    if (rest.substr(0, at).find(':') != std::string_view::npos) {
-      return invalid(url,
-                     "a password in the URL is refused (it would show in ps, shell history "
-                     "and logs); " +
-                         std::string(kPasswordAdvice));
-    }
-  }
+  if (auto why = password_in_url(url, kPasswordAdvice)) return invalid_store_url(url, *why);
   for (unsigned char c : rest) {
-    if (c <= 0x20 || c >= 0x7F) return invalid(url, "spaces or control characters");
+    if (c <= 0x20 || c >= 0x7F) return invalid_store_url(url, "spaces or control characters");
   }
   if (rest.find_first_of("?#") != std::string_view::npos) {
-    return invalid(url, "a query or fragment is not allowed");
+    return invalid_store_url(url, "a query or fragment is not allowed");
   }
   const auto slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
 
-  std::string url_user;
-  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
-    const auto userinfo = authority.substr(0, at);
-    auto decoded = webdav::percent_decode(userinfo);
-    if (!decoded) return invalid(url, "bad percent escape in the user name");
-    url_user = std::move(*decoded);
-    authority = authority.substr(at + 1);
-  }
-  if (authority.empty()) return invalid(url, "no host");
+  auto url_user = take_url_user(url, authority);
+  if (!url_user) return std::unexpected(url_user.error());
+  if (authority.empty()) return invalid_store_url(url, "no host");
 
   std::string base_path;
   if (scheme == "opencloud") {
@@ -174,16 +134,16 @@ Result<WebDavStoreOptions> parse_webdav_url(std::string_view url, const OpenOpti
       const auto next = p.find('/');
       const auto seg = p.substr(0, next);
       if (!seg.empty()) {
-        auto decoded = webdav::percent_decode(seg);
-        if (!decoded) return invalid(url, "bad percent escape in the path");
+        auto decoded = percent_decode(seg);
+        if (!decoded) return invalid_store_url(url, "bad percent escape in the path");
         if (*decoded == "." || *decoded == "..")
-          return invalid(url, "dot segments are not allowed");
+          return invalid_store_url(url, "dot segments are not allowed");
         segments.push_back(std::move(*decoded));
       }
       p = next == std::string_view::npos ? std::string_view{} : p.substr(next);
     }
     if (segments.empty()) {
-      return invalid(url, "no space id: use opencloud://host/<space-id>[/folder]");
+      return invalid_store_url(url, "no space id: use opencloud://host/<space-id>[/folder]");
     }
     if (segments.size() == 1) segments.emplace_back(kDefaultOpenCloudFolder);
     base_path = "/dav/spaces";
@@ -196,14 +156,16 @@ Result<WebDavStoreOptions> parse_webdav_url(std::string_view url, const OpenOpti
   WebDavStoreOptions out;
   out.base_url = http_scheme + "://" + std::string(authority) + base_path;
   if (auto base = webdav::parse_base_url(out.base_url); !base) {
-    return invalid(url, base.error().message);
+    return invalid_store_url(url, base.error().message);
   }
-  auto creds = credentials(url, std::move(url_user), options);
+  auto creds = credentials(url, std::move(*url_user), options);
   if (!creds) return std::unexpected(creds.error());
   out.auth = creds->auth;
   out.user = std::move(creds->user);
   out.secret = std::move(creds->secret);
   out.ca_file = options.ca_file;
+  out.client_cert = options.client_cert;
+  out.client_key = options.client_key;
   out.insecure = options.insecure;
   out.logger = options.logger;
   out.max_clock_skew = options.ttl / 10;

@@ -70,6 +70,24 @@ EtcdServer::EtcdServer(Config config) : config_(std::move(config)) {
     ADD_FAILURE() << "openssl could not make a test certificate";
     return;
   }
+  // A client CA and a client certificate it signed, for --client-cert-auth.
+  // etcd trusts the server's own certificate too: its JSON gateway reaches
+  // its gRPC side with that certificate as a client.
+  const auto in_dir = [&](const char* name) { return shell_quote((dir_ / name).string()); };
+  if (config_.client_cert_auth &&
+      run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=instance-guard-test-ca "
+          "-keyout " +
+          in_dir("client-ca.key") + " -out " + in_dir("client-ca.pem") +
+          " >/dev/null 2>&1 && openssl req -newkey rsa:2048 -nodes -subj /CN=root -keyout " +
+          in_dir("client.key") + " -out " + in_dir("client.csr") +
+          " >/dev/null 2>&1 && openssl x509 -req -days 2 -in " + in_dir("client.csr") + " -CA " +
+          in_dir("client-ca.pem") + " -CAkey " + in_dir("client-ca.key") +
+          " -CAcreateserial -out " + in_dir("client.pem") + " >/dev/null 2>&1 && cat " +
+          in_dir("client-ca.pem") + " " + shell_quote(ca_file().string()) + " > " +
+          in_dir("trusted.pem")) != 0) {
+    ADD_FAILURE() << "openssl could not make the client certificates";
+    return;
+  }
   // The script installs etcd-server when it is missing; only when that
   // fails too do the tests skip (etcd_missing()).
   for (int attempt = 0; attempt < 3 && !running(); ++attempt) {
@@ -98,6 +116,11 @@ bool EtcdServer::start() {
     env += "TLS_CERT=" + shell_quote(ca_file().string()) +
            " TLS_KEY=" + shell_quote((dir_ / "key.pem").string()) + " ";
   }
+  if (config_.client_cert_auth) {
+    env += "CLIENT_CA=" + shell_quote((dir_ / "trusted.pem").string()) +
+           " CLIENT_CERT=" + shell_quote(client_cert().string()) +
+           " CLIENT_KEY=" + shell_quote(client_key().string()) + " ";
+  }
   const auto out = dir_ / "start.out";
   if (run(env + "bash " + shell_quote(script()) + " start " + shell_quote(dir_.string()) + " " +
           std::to_string(port_) + " " + std::to_string(peer_port_) + " > " +
@@ -125,6 +148,10 @@ EtcdStoreOptions EtcdServer::options(std::string prefix) const {
   EtcdStoreOptions o;
   o.endpoint = (config_.tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_);
   if (config_.tls) o.ca_file = ca_file();
+  if (config_.client_cert_auth) {
+    o.client_cert = client_cert();
+    o.client_key = client_key();
+  }
   o.prefix = std::move(prefix);
   if (!config_.root_password.empty()) {
     o.user = "root";

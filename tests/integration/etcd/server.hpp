@@ -22,6 +22,9 @@ namespace instance::testing {
 struct EtcdServerConfig {
   std::string root_password;  // non-empty: auth enabled, user root
   bool tls = false;           // https with a self-signed certificate (ca_file())
+  // With tls: clients must show a certificate signed by a CA of the test's
+  // own (etcd --client-cert-auth); client_cert() and client_key() are one.
+  bool client_cert_auth = false;
 };
 
 class EtcdServer {
@@ -43,6 +46,8 @@ class EtcdServer {
   int port() const { return port_; }
   std::filesystem::path dir() const { return dir_; }
   std::filesystem::path ca_file() const { return dir_ / "cert.pem"; }
+  std::filesystem::path client_cert() const { return dir_ / "client.pem"; }
+  std::filesystem::path client_key() const { return dir_ / "client.key"; }
 
   // Stops the server, keeping its data; start() brings the same member back
   // on the same ports.

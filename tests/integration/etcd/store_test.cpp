@@ -7,8 +7,8 @@
 #include <chrono>
 
 #include "codec.hpp"
-#include "http.hpp"
 #include "instance/open_store.hpp"
+#include "net/http.hpp"
 #include "server.hpp"
 #include "support/test_support.hpp"
 
@@ -23,21 +23,31 @@ Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
 class Raw {
  public:
   explicit Raw(const EtcdServer& server)
-      : http_(etcd::HttpClient::create({.endpoint = server.options().endpoint}).value()) {}
+      : endpoint_(server.options().endpoint), http_(net::Client::create({}).value()) {}
   void put(const std::string& k, const std::string& value) {
     const nlohmann::json body = {{"key", etcd::base64_encode(k)},
                                  {"value", etcd::base64_encode(value)}};
-    const auto reply = http_->post("/v3/kv/put", body.dump(), "", 5s, 1 << 20);
+    const auto reply = post("/v3/kv/put", body.dump());
     ASSERT_EQ(reply.status, 200) << reply.body;
   }
   void remove(const std::string& k) {
     const nlohmann::json body = {{"key", etcd::base64_encode(k)}};
-    const auto reply = http_->post("/v3/kv/deleterange", body.dump(), "", 5s, 1 << 20);
+    const auto reply = post("/v3/kv/deleterange", body.dump());
     ASSERT_EQ(reply.status, 200) << reply.body;
   }
 
  private:
-  std::unique_ptr<etcd::HttpClient> http_;
+  net::Response post(std::string_view path, const std::string& body) {
+    return http_->perform({.method = "POST",
+                           .url = endpoint_ + std::string(path),
+                           .headers = {"Content-Type: application/json"},
+                           .body = body,
+                           .has_body = true,
+                           .max_body = 1 << 20,
+                           .timeout = 5s});
+  }
+  std::string endpoint_;
+  std::unique_ptr<net::Client> http_;
 };
 
 class EtcdStoreTest : public ::testing::Test {
@@ -246,6 +256,40 @@ TEST(EtcdTls, EtcdsVerifiesTheServerWithTheGivenCa) {
       << unverified.error().message;
   open.insecure = true;
   EXPECT_EQ(open_store(url, open).value()->get(key("instances/a"))->data, "over tls");
+}
+
+TEST(EtcdTls, ClientCertificateAuthTakesTheGivenCertificateAndKey) {
+  if (const auto missing = etcd_missing(); !missing.empty()) GTEST_SKIP() << missing;
+  EtcdServer server({.tls = true, .client_cert_auth = true});
+  ASSERT_TRUE(server.running());
+  OpenOptions open;
+  open.ca_file = server.ca_file();
+  open.client_cert = server.client_cert();
+  open.client_key = server.client_key();
+  open.ttl = 3s;  // retry deadline ttl/3: the refused handshake below gives up after 1 s
+  open.getenv = [](std::string_view) { return std::optional<std::string>{}; };
+  const std::string url = "etcds://127.0.0.1:" + std::to_string(server.port()) + "/mtls";
+  auto s = open_store(url, open).value();
+  ASSERT_TRUE(s->replace(key("instances/a"), "with a client certificate"))
+      << s->get(key("instances/a")).error().message;
+  EXPECT_EQ(s->get(key("instances/a"))->data, "with a client certificate");
+
+  // Without a certificate etcd ends the handshake: unavailable, never internal.
+  OpenOptions without = open;
+  without.client_cert.clear();
+  without.client_key.clear();
+  auto refused = open_store(url, without).value()->get(key("instances/a"));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::unavailable) << refused.error().message;
+
+  // A key that cannot be read is refused before any request, naming it.
+  OpenOptions unreadable = open;
+  unreadable.client_key = server.dir() / "absent.key";
+  auto bad = open_store(url, unreadable);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, Errc::invalid);
+  EXPECT_NE(bad.error().message.find("cannot read the client key"), std::string::npos)
+      << bad.error().message;
 }
 
 class EtcdAuth : public ::testing::Test {

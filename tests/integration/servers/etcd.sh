@@ -10,6 +10,9 @@
 #   ETCD_ROOT_PASSWORD=<pw>       on first start, add user root with this
 #                                 password (through stdin) and enable auth
 #   TLS_CERT=<pem> TLS_KEY=<pem>  serve clients over https with this pair
+#   CLIENT_CA=<pem>               with TLS: demand client certificates signed by
+#                                 this CA (--client-cert-auth); CLIENT_CERT and
+#                                 CLIENT_KEY: the pair the readiness check shows
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -39,7 +42,12 @@ start)
   if [ -n "${TLS_CERT:-}" ]; then
     scheme=https
     tls=(--cert-file "$TLS_CERT" --key-file "$TLS_KEY")
+    if [ -n "${CLIENT_CA:-}" ]; then
+      tls+=(--client-cert-auth --trusted-ca-file "$CLIENT_CA")
+    fi
   fi
+  client_pair=()
+  if [ -n "${CLIENT_CA:-}" ]; then client_pair=(--cert "$CLIENT_CERT" --key "$CLIENT_KEY"); fi
   client="$scheme://127.0.0.1:$port"
   stop_server
   # Detached from the caller's session, so a test's process-group signals
@@ -53,11 +61,12 @@ start)
   echo $! >"$pidf"
   ctl=(env ETCDCTL_API=3 /usr/bin/etcdctl --endpoints "$client" --dial-timeout 1s --command-timeout 3s)
   [ -n "${TLS_CERT:-}" ] && ctl+=(--cacert "$TLS_CERT")
+  ctl+=("${client_pair[@]}")
   ready=""
   for _ in $(seq 200); do
     gone "$(cat "$pidf")" && break
     # Ready once /health says so: a leader was elected and a read went through.
-    if curl -s --max-time 1 ${TLS_CERT:+--cacert "$TLS_CERT"} "$client/health" 2>/dev/null |
+    if curl -s --max-time 1 ${TLS_CERT:+--cacert "$TLS_CERT"} "${client_pair[@]}" "$client/health" 2>/dev/null |
        grep -q '"health":"true"'; then
       ready=1; break
     fi

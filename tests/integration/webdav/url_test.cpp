@@ -210,43 +210,8 @@ TEST(WebDavUrl, MakeStoreValidatesOptions) {
   EXPECT_EQ(make_webdav_store(options).error().code, Errc::invalid);
 }
 
-TEST(WebDavErrors, OneMappingForStatusesAndTransport) {
-  using webdav::map_http_result;
-  EXPECT_EQ(map_http_result(CURLE_OK, 404), Errc::not_found);
-  EXPECT_EQ(map_http_result(CURLE_OK, 409), Errc::conflict);
-  EXPECT_EQ(map_http_result(CURLE_OK, 412), Errc::conflict);
-  EXPECT_EQ(map_http_result(CURLE_OK, 423), Errc::locked);
-  EXPECT_EQ(map_http_result(CURLE_OK, 401), Errc::permission);
-  EXPECT_EQ(map_http_result(CURLE_OK, 403), Errc::permission);
-  EXPECT_EQ(map_http_result(CURLE_OK, 507), Errc::no_space);
-  EXPECT_EQ(map_http_result(CURLE_OK, 500), Errc::unavailable);
-  EXPECT_EQ(map_http_result(CURLE_OK, 503), Errc::unavailable);
-  EXPECT_EQ(map_http_result(CURLE_OK, 425), Errc::unavailable);
-  EXPECT_EQ(map_http_result(CURLE_OK, 501), Errc::unsupported);
-  EXPECT_EQ(map_http_result(CURLE_OK, 301), Errc::invalid);
-  EXPECT_EQ(map_http_result(CURLE_OK, 400), Errc::invalid);
-  EXPECT_EQ(map_http_result(CURLE_COULDNT_CONNECT, 0), Errc::unavailable);
-  EXPECT_EQ(map_http_result(CURLE_OPERATION_TIMEDOUT, 0), Errc::timeout);
-  EXPECT_EQ(map_http_result(CURLE_PEER_FAILED_VERIFICATION, 0), Errc::unavailable);
-
-  webdav::HttpResponse r;
-  r.status = 425;
-  EXPECT_TRUE(webdav::is_retryable(r));
-  EXPECT_FALSE(webdav::may_have_applied(r));
-  r.status = 500;
-  EXPECT_TRUE(webdav::is_retryable(r));
-  EXPECT_TRUE(webdav::may_have_applied(r));
-  r.status = 507;
-  EXPECT_FALSE(webdav::is_retryable(r));
-  r.status = 412;
-  EXPECT_FALSE(webdav::is_retryable(r));
-  r.curl = CURLE_COULDNT_CONNECT;
-  EXPECT_TRUE(webdav::is_retryable(r));
-  EXPECT_FALSE(webdav::may_have_applied(r));
-}
-
 TEST(WebDavErrors, PermissionMessagesNameTheUrlAndHowToGiveCredentials) {
-  webdav::HttpResponse r;
+  net::Response r;
   r.status = 401;
   const auto e = webdav::make_error("get instances/a", "https://dav.example/state", r);
   EXPECT_EQ(e.code, Errc::permission);

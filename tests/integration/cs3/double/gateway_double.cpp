@@ -668,7 +668,13 @@ GatewayDouble::GatewayDouble(GatewayDoubleOptions options) : state_(std::make_un
 
   // gRPC gateway.
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &s.grpc_port);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!s.options.tls_cert_pem.empty()) {
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({s.options.tls_key_pem, s.options.tls_cert_pem});
+    credentials = grpc::SslServerCredentials(ssl);
+  }
+  builder.AddListeningPort("127.0.0.1:0", credentials, &s.grpc_port);
   builder.RegisterService(&s);
   builder.SetMaxReceiveMessageSize(16 << 20);
   s.server = builder.BuildAndStart();

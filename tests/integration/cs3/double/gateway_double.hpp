@@ -48,6 +48,10 @@ struct GatewayDoubleOptions {
   int token_calls = 0;                     // calls a token serves before it expires (0: unlimited)
   bool exclusive_locks = true;             // false: SetLock grants every request (a broken server)
   std::filesystem::path root;              // where files live; empty: a new temporary folder
+  // Non-empty: the gRPC gateway speaks TLS with this certificate and key
+  // (PEM), as behind cs3s://; the data endpoint stays plain HTTP.
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
 };
 
 class GatewayDouble {

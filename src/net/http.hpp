@@ -1,0 +1,109 @@
+// The one HTTP client of the stores that speak HTTP (WebDAV, etcd's JSON
+// gateway, the CS3 data gateway): one libcurl easy handle per Client.
+//
+// The handle (and so its connection cache) is reused for every request, so
+// requests to one server share one keep-alive connection; perform() is
+// serialised by a mutex (one request at a time per client). libcurl is
+// initialised once per process (std::call_once), never cleaned up (other
+// code in the process may share it).
+//
+// A Response keeps the transport result (a CURLcode and libcurl's words)
+// apart from the HTTP status: status is 0 when no answer arrived. Response
+// bodies past Request::max_body abort the transfer (body_too_large). The
+// headers of the final answer (after any 100 Continue) are captured.
+//
+// Security: Basic and Bearer credentials are libcurl options (never in the
+// URL); headers a caller adds (tokens) live only for the request and are
+// dropped from the handle before perform() returns. Redirects are never
+// followed; only http and https; TLS peer and host verification are on
+// unless `insecure`; a client certificate and key are sent when given.
+// Nothing here logs.
+//
+// Thread safety: perform() may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <curl/curl.h>
+
+#include "instance/error.hpp"
+
+namespace instance::net {
+
+// TLS settings, applied to every request of a client.
+struct TlsOptions {
+  std::filesystem::path ca_file;      // extra CA bundle (PEM); empty: the system's
+  std::filesystem::path client_cert;  // client certificate (PEM); empty: none
+  std::filesystem::path client_key;   // its private key (PEM); empty: in client_cert
+  bool insecure = false;              // skip peer and host verification
+};
+
+// Errc::invalid naming the first file of `tls` that cannot be read ("cannot
+// read the CA file /x"), or a key without a certificate; the files are
+// checked once here so a bad path is a clear error before any request.
+Result<void> check_tls_files(const TlsOptions& tls);
+
+struct ClientOptions {
+  enum class Auth { none, basic, bearer } auth = Auth::none;
+  std::string user;    // basic
+  std::string secret;  // the basic password or the bearer token
+  TlsOptions tls;
+  // Per connection attempt; a request's own timeout caps it.
+  std::chrono::milliseconds connect_timeout{5000};
+};
+
+struct Request {
+  std::string method = "GET";        // GET, HEAD, or any other verb (sent as given)
+  std::string url;                   // absolute http(s) URL, no user info
+  std::vector<std::string> headers;  // "Name: value" (may hold tokens: never logged)
+  std::string_view body;             // sent when has_body (must outlive perform)
+  bool has_body = false;
+  std::size_t max_body = 0;                  // answer bodies past this abort the transfer
+  std::chrono::milliseconds timeout{15000};  // the whole transfer
+};
+
+struct Response {
+  CURLcode curl = CURLE_OK;
+  std::string curl_message;  // libcurl's own description of a transport error
+  long status = 0;           // 0 when no answer arrived
+  std::string body;
+  bool body_too_large = false;  // the body cap stopped the transfer (CURLE_WRITE_ERROR)
+  // The final answer's headers, names as sent, values trimmed.
+  std::vector<std::pair<std::string, std::string>> headers;
+  long new_connections = 0;  // connections libcurl opened for this request
+
+  bool transport_ok() const noexcept { return curl == CURLE_OK; }
+  bool success() const noexcept { return curl == CURLE_OK && status >= 200 && status < 300; }
+  // The first header named `name` (case-insensitive), verbatim; "" when absent.
+  std::string header(std::string_view name) const;
+};
+
+class Client {
+ public:
+  // Errc::internal when libcurl cannot make a handle.
+  static Result<std::unique_ptr<Client>> create(ClientOptions options);
+
+  Response perform(const Request& request);
+
+ private:
+  struct CurlDeleter {
+    void operator()(CURL* handle) const noexcept { curl_easy_cleanup(handle); }
+  };
+  Client(ClientOptions options, std::unique_ptr<CURL, CurlDeleter> handle)
+      : options_(std::move(options)), handle_(std::move(handle)) {}
+  void set_common_options(const Request& request, char* error_buffer);
+
+  const ClientOptions options_;
+  std::mutex mu_;
+  std::unique_ptr<CURL, CurlDeleter> handle_;
+};
+
+}  // namespace instance::net
