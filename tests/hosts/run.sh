@@ -11,9 +11,12 @@
 # took over. Then clock skew: one host under libfaketime, ahead by less
 # than and by more than --max-skew, with partitions of whoever holds.
 # Environment (defaults in brackets):
-#   HOSTS_CYCLES   fault cycles per fault kind and mode [1]; scripts/hosts-long.sh sets more
+#   HOSTS_CYCLES   fault cycles per mode, going round its fault kinds [one round]
+#   HOSTS_LONG     1: every fault kind in every mode (scripts/hosts-long.sh) [0: the
+#                  test suite's share, every kind once per store, spread over the modes]
 #   HOSTS_MODES    modes [verify exclusive auto]
-#   HOSTS_FAULTS   fault kinds for every mode [in the test suite: a share per mode]
+#   HOSTS_FAULTS   fault kinds for every mode (overrides the above)
+#   HOSTS_SKEW_CYCLES  partition cycles per skew phase [2]
 #   HOSTS_SKEW     1: the skew phases, 0: not [1]
 #   HOSTS_TTL      --ttl [2s]
 #   HOSTS_RESULTS  a folder to keep each phase's checker report in (JSON)
@@ -25,7 +28,6 @@ STORE_KIND=${1:?usage: run.sh etcd|redis|postgres|webdav|cs3}
 HOSTS_TTL=${HOSTS_TTL:-2s}
 TTL_MS=$((${HOSTS_TTL%s} * 1000))
 MAX_SKEW_MS=$((TTL_MS / 10))  # the guard's default --max-skew at this ttl (under 5 s)
-CYCLES=${HOSTS_CYCLES:-1}
 MODES=(${HOSTS_MODES:-verify exclusive auto})
 N=${HOSTS_N:-2}
 ALL_FAULTS=(partition oneway delay stall pause reset restart)
@@ -69,6 +71,7 @@ hosts_connect $(server_ports)
 case $STORE_KIND in
 etcd) BASE_URL=etcd://${STORE_URL#http://} ;;
 webdav) BASE_URL=webdav://${STORE_URL#http://} ;;
+postgres) BASE_URL=$STORE_URL/guard ;;
 *) BASE_URL=$STORE_URL ;;
 esac
 
@@ -160,8 +163,8 @@ run_cycle() {
   fi
 }
 
-# run_phase NAME MODE FAULT...: host loops on MODE's key space, the faults
-# CYCLES times each, the loops stopped; then the checker (extra arguments
+# run_phase NAME MODE FAULT...: host loops on NAME's key space in MODE,
+# $PHASE_CYCLES fault cycles going round the FAULTs, the loops stopped; then the checker (extra arguments
 # in CHECK_ARGS). Its verdict in $CHECK_STATUS, its JSON in $WORK/NAME.json.
 run_phase() {
   local name=$1 mode=$2 h pid c fault url
@@ -179,9 +182,8 @@ run_phase() {
     loops+=("$!")
     BG_PIDS+=("$!")
   done
-  for ((c = 1; c <= CYCLES; c++)); do
-    for fault in "$@"; do run_cycle "$fault"; done
-  done
+  local faults=("$@") cycles=${PHASE_CYCLES:-$#}
+  for ((c = 0; c < cycles; c++)); do run_cycle "${faults[c % ${#faults[@]}]}"; done
   touch "$WORK/stop"
   event end '*' -
   for h in "${HOSTS[@]}"; do
@@ -208,7 +210,7 @@ run_phase() {
 faults_for() {
   if [[ -n ${HOSTS_FAULTS:-} ]]; then
     echo "$HOSTS_FAULTS"
-  elif ((CYCLES > 1)); then
+  elif [[ ${HOSTS_LONG:-0} == 1 ]]; then
     echo "${ALL_FAULTS[*]}"
   else
     echo "${SUITE_FAULTS[$1]}"
@@ -230,10 +232,11 @@ for mode in "${MODES[@]}"; do
   # The CS3 double picks new ports when restarted: no restart there.
   [[ $STORE_KIND != cs3 ]] || faults=($(without_restart "${faults[@]}"))
   CHECK_ARGS=(--max-pause-overlap 1000)
+  PHASE_CYCLES=${HOSTS_CYCLES:-${#faults[@]}}
   run_phase "$mode" "$mode" "${faults[@]}"
   ((CHECK_STATUS == 0)) || fail "$PHASE: the checker found children running at once or an epoch that did not increase"
   expect_resolved "$mode"
-  ok "$PHASE: $(jq -r '"\(.children) children, \(.overlaps) overlaps, \(.epoch_regressions) epoch regressions"' "$WORK/$mode.json") over ${#faults[@]} fault kinds x $CYCLES"
+  ok "$PHASE: $(jq -r '"\(.children) children, \(.overlaps) overlaps, \(.epoch_regressions) epoch regressions"' "$WORK/$mode.json") in $PHASE_CYCLES fault cycles ($(jq -r '[.by_fault | to_entries[] | "\(.key) \(.value.cycles)"] | join(", ")' "$WORK/$mode.json"))"
 done
 
 # Clock skew: h2's guard under libfaketime (its wall clock only: monotonic
@@ -248,23 +251,31 @@ if [[ ${HOSTS_SKEW:-1} == 1 && -z $FAKETIME_LIB ]]; then
   [[ ${CI:-} != true ]] || fail "libfaketime is missing (Debian package libfaketime; scripts/deps.sh)"
   echo "SKIP (skew phases): libfaketime is missing (Debian package libfaketime; scripts/deps.sh)"
 elif [[ ${HOSTS_SKEW:-1} == 1 ]]; then
+  CLOCK_WARNING="warn: the [^;]*'s clock"
   skew_phase() {  # NAME MODE OFFSET_MS
     local name=$1 mode=$2 offset_ms=$3 sign=+ c
     ((offset_ms >= 0)) || sign=-
     local abs=${offset_ms#-}
     export HOSTS_ENV_h2="LD_PRELOAD=$FAKETIME_LIB FAKETIME=$sign$((abs / 1000)).$(printf %03d $((abs % 1000))) FAKETIME_DONT_FAKE_MONOTONIC=1"
-    local cycles=$((CYCLES > 1 ? CYCLES : 2))
     CHECK_ARGS=(--max-pause-overlap 0)
-    local save=$CYCLES
-    CYCLES=$cycles
+    PHASE_CYCLES=${HOSTS_SKEW_CYCLES:-2}
     run_phase "$name" "$mode" partition
-    CYCLES=$save
     unset HOSTS_ENV_h2
   }
   # Less than --max-skew: nothing may change.
   for mode in verify exclusive; do
     skew_phase "skew-small-$mode" "$mode" $((MAX_SKEW_MS / 2))
     ((CHECK_STATUS == 0)) || fail "$PHASE: h2 $((MAX_SKEW_MS / 2)) ms ahead (under --max-skew) broke exclusion"
+    # Redis and PostgreSQL ask the server for its time; WebDAV and CS3 read a
+    # reply's Date, which has whole seconds, may be cached by the server
+    # and is stale when the reply was held up (a partition): a warning there
+    # under the allowed skew is counted, not failed (RELIABILITY.md).
+    false_warnings=$(cat "$WORK/skew-small-$mode".h2.*.err | grep -c "$CLOCK_WARNING" || true)
+    if [[ $STORE_KIND == redis || $STORE_KIND == postgres ]]; then
+      ((false_warnings == 0)) || fail "$PHASE: a clock warning for a skew under the allowed one"
+    elif ((false_warnings > 0)); then
+      echo "note: $PHASE: $false_warnings clock warnings for a skew of $((MAX_SKEW_MS / 2)) ms (under the allowed $MAX_SKEW_MS ms)" >>"$FAULTLOG"
+    fi
     ok "$PHASE: h2 $((MAX_SKEW_MS / 2)) ms ahead: $(jq -r '"\(.overlaps) overlaps"' "$WORK/skew-small-$mode.json")"
   done
   # More than --max-skew (3/4 ttl ahead): the server-clock stores' exclusive
@@ -285,11 +296,16 @@ elif [[ ${HOSTS_SKEW:-1} == 1 ]]; then
     else
       ok "$PHASE: h2 $big ms ahead (past --max-skew): $overlaps overlaps"
     fi
-    # What the guard says about it: the WebDAV store's Date check, the CS3 one.
-    if [[ $STORE_KIND == webdav || $STORE_KIND == cs3 || $STORE_KIND == redis || $STORE_KIND == postgres ]]; then
-      warned=$(cat "$WORK/skew-large-$mode".h2.*.err | grep -c -i 'clock' || true)
-      ((warned > 0)) || fail "$PHASE: the skewed guard never warned about its clock"
-      ok "$PHASE: the skewed guard warned about its clock ($warned lines): $(cat "$WORK/skew-large-$mode".h2.*.err | grep -i -m1 'clock' | cut -c1-160)"
+    # What the guard says about it: the stores that see the server's clock
+    # (WebDAV and CS3 in the Date header, Redis and PostgreSQL from the
+    # server) warn; the etcd store has no such check.
+    warned=$(cat "$WORK/skew-large-$mode".h2.*.err | grep -c "$CLOCK_WARNING" || true)
+    if [[ $STORE_KIND != etcd ]]; then
+      ((warned > 0)) || fail "$PHASE: the guard $big ms ahead never warned about its clock"
+      ok "$PHASE: the skewed guard warned: $(cat "$WORK/skew-large-$mode".h2.*.err |
+        grep -m1 "$CLOCK_WARNING" | sed 's/.* warn: //' | cut -c1-110)..."
+    else
+      ok "$PHASE: the skewed guard logged $warned clock warnings (the etcd store has no clock check)"
     fi
   done
 fi
