@@ -24,5 +24,6 @@ for store in "${STORES[@]}"; do
     HOSTS_SKEW_CYCLES=${SKEW_COUNT:-10} HOSTS_RESULTS=$RESULTS \
     bash "$ROOT/tests/hosts/run.sh" "$store" || status=1
 done
-echo "checker reports: $RESULTS (hosts-check's JSON; tests/hosts/README.md reads them)"
+bash "$ROOT/tests/hosts/summary.sh" "$RESULTS"
+echo "checker reports: $RESULTS (hosts-check's JSON; tables: tests/hosts/summary.sh $RESULTS)"
 exit $status

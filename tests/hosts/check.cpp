@@ -65,8 +65,8 @@ nlohmann::json summary(const std::vector<std::int64_t>& values) {
 }  // namespace
 
 std::size_t Report::unexpected_overlaps() const {
-  return static_cast<std::size_t>(
-      std::count_if(overlaps.begin(), overlaps.end(), [](const Overlap& o) { return !o.after_pause; }));
+  return static_cast<std::size_t>(std::count_if(overlaps.begin(), overlaps.end(),
+                                                [](const Overlap& o) { return !o.after_pause; }));
 }
 
 std::vector<Event> parse_events(const std::string& text, std::size_t* bad_line) {
@@ -85,8 +85,8 @@ std::vector<Event> parse_events(const std::string& text, std::size_t* bad_line) 
       if (bad_line) *bad_line = number;
       return {};
     }
-    static const std::vector<std::string> kinds = {"start", "stop",   "exit", "fault",
-                                                   "heal",  "pause",  "resume", "end"};
+    static const std::vector<std::string> kinds = {"start", "stop",  "exit",   "fault",
+                                                   "heal",  "pause", "resume", "end"};
     if (std::find(kinds.begin(), kinds.end(), e.kind) == kinds.end()) {
       if (bad_line) *bad_line = number;
       return {};

@@ -65,11 +65,11 @@ struct Resolution {
   std::string fault;
   std::string host;  // where the fault was applied
   std::int64_t at = 0;
-  std::optional<std::int64_t> healed;       // ns after `at`
-  bool hit_holder = false;                  // the host held a child when the fault began
-  std::optional<std::int64_t> fenced;       // fault -> that child stopped (ns), before the end
-  std::optional<std::int64_t> takeover;     // fault -> a child started on another host
-  std::optional<std::int64_t> handover;     // that child stopped -> the successor started
+  std::optional<std::int64_t> healed;    // ns after `at`
+  bool hit_holder = false;               // the host held a child when the fault began
+  std::optional<std::int64_t> fenced;    // fault -> that child stopped (ns), before the end
+  std::optional<std::int64_t> takeover;  // fault -> a child started on another host
+  std::optional<std::int64_t> handover;  // that child stopped -> the successor started
 };
 
 struct Report {

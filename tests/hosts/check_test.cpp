@@ -17,12 +17,12 @@ hosts::Report run(const std::string& log) {
 constexpr std::int64_t kMs = 1000000;
 
 TEST(HostsCheck, ASuccessorStartingAfterTheHolderStoppedIsNoOverlap) {
-  const auto r = run(
-      "1000000 start h1 3\n"
-      "5000000 fault h1 partition\n"
-      "9000000 stop h1 3\n"
-      "12000000 start h2 4\n"
-      "15000000 heal h1 partition\n");
+  const auto r =
+      run("1000000 start h1 3\n"
+          "5000000 fault h1 partition\n"
+          "9000000 stop h1 3\n"
+          "12000000 start h2 4\n"
+          "15000000 heal h1 partition\n");
   EXPECT_EQ(r.intervals.size(), 2u);
   EXPECT_TRUE(r.overlaps.empty());
   EXPECT_TRUE(r.regressions.empty());
@@ -36,10 +36,10 @@ TEST(HostsCheck, ASuccessorStartingAfterTheHolderStoppedIsNoOverlap) {
 }
 
 TEST(HostsCheck, TwoChildrenRunningAtOnceAreAnOverlap) {
-  const auto r = run(
-      "1000000 start h1 3\n"
-      "4000000 start h2 4\n"
-      "6000000 stop h1 3\n");
+  const auto r =
+      run("1000000 start h1 3\n"
+          "4000000 start h2 4\n"
+          "6000000 stop h1 3\n");
   ASSERT_EQ(r.overlaps.size(), 1u);
   EXPECT_EQ(r.overlaps[0].older.host, "h1");
   EXPECT_EQ(r.overlaps[0].to - r.overlaps[0].from, 2 * kMs);
@@ -48,31 +48,31 @@ TEST(HostsCheck, TwoChildrenRunningAtOnceAreAnOverlap) {
 }
 
 TEST(HostsCheck, AChildWithoutStopEndsWithItsGuardOrRunsToTheEnd) {
-  const auto r = run(
-      "1000000 start h1 -\n"
-      "3000000 exit h1 137\n"
-      "4000000 start h2 -\n"
-      "9000000 start h3 -\n");
+  const auto r =
+      run("1000000 start h1 -\n"
+          "3000000 exit h1 137\n"
+          "4000000 start h2 -\n"
+          "9000000 start h3 -\n");
   ASSERT_EQ(r.intervals.size(), 3u);
   EXPECT_EQ(r.intervals[0].end, 3 * kMs);
   EXPECT_TRUE(r.intervals[1].open);
   // h2 never stopped: it overlaps h3 from h3's start to the log's end (zero
   // length here), so only a later event makes it count.
   EXPECT_TRUE(r.overlaps.empty());
-  const auto r2 = run(
-      "4000000 start h2 -\n"
-      "9000000 start h3 -\n"
-      "10000000 heal h1 x\n");
+  const auto r2 =
+      run("4000000 start h2 -\n"
+          "9000000 start h3 -\n"
+          "10000000 heal h1 x\n");
   EXPECT_EQ(r2.overlaps.size(), 1u);
 }
 
 TEST(HostsCheck, AnOverlapAfterAPauseOfTheOlderHolderIsClassifiedAsSuch) {
-  const auto r = run(
-      "1000000 start h1 3\n"
-      "2000000 pause h1 -\n"
-      "8000000 start h2 4\n"
-      "9000000 resume h1 -\n"
-      "9500000 stop h1 3\n");
+  const auto r =
+      run("1000000 start h1 3\n"
+          "2000000 pause h1 -\n"
+          "8000000 start h2 4\n"
+          "9000000 resume h1 -\n"
+          "9500000 stop h1 3\n");
   ASSERT_EQ(r.overlaps.size(), 1u);
   EXPECT_TRUE(r.overlaps[0].after_pause);
   EXPECT_EQ(r.overlaps[0].to - r.overlaps[0].from, kMs / 2);  // from the resume on
@@ -83,28 +83,28 @@ TEST(HostsCheck, AnOverlapAfterAPauseOfTheOlderHolderIsClassifiedAsSuch) {
 }
 
 TEST(HostsCheck, AnEpochThatDidNotIncreaseIsReported) {
-  const auto r = run(
-      "1000000 start h1 5\n"
-      "2000000 stop h1 5\n"
-      "3000000 start h2 5\n"
-      "4000000 stop h2 5\n"
-      "5000000 start h1 4\n"
-      "6000000 stop h1 4\n"
-      "7000000 start h2 6\n");
+  const auto r =
+      run("1000000 start h1 5\n"
+          "2000000 stop h1 5\n"
+          "3000000 start h2 5\n"
+          "4000000 stop h2 5\n"
+          "5000000 start h1 4\n"
+          "6000000 stop h1 4\n"
+          "7000000 start h2 6\n");
   ASSERT_EQ(r.regressions.size(), 2u);
   EXPECT_EQ(r.regressions[0].later.host, "h2");
   EXPECT_EQ(*r.regressions[1].later.epoch, 4);
 }
 
 TEST(HostsCheck, AFaultOnTheStandbyDoesNotHitTheHolder) {
-  const auto r = run(
-      "1000000 start h1 1\n"
-      "2000000 fault h2 partition\n"
-      "3000000 heal h2 partition\n"
-      "4000000 fault * restart\n"
-      "5000000 heal * restart\n"
-      "6000000 end * -\n"
-      "6500000 stop h1 1\n");
+  const auto r =
+      run("1000000 start h1 1\n"
+          "2000000 fault h2 partition\n"
+          "3000000 heal h2 partition\n"
+          "4000000 fault * restart\n"
+          "5000000 heal * restart\n"
+          "6000000 end * -\n"
+          "6500000 stop h1 1\n");
   ASSERT_EQ(r.resolutions.size(), 2u);
   EXPECT_FALSE(r.resolutions[0].hit_holder);
   EXPECT_TRUE(r.resolutions[1].hit_holder);  // a server fault hits whoever holds

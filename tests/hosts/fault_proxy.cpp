@@ -98,12 +98,12 @@ struct Pipe {
 struct Connection {
   int client = -1;
   int server = -1;
-  bool connected = false;  // to the target
-  Pipe up;                 // client -> server
-  Pipe down;               // server -> client
+  bool connected = false;   // to the target
+  Pipe up;                  // client -> server
+  Pipe down;                // server -> client
   bool client_hup = false;  // the client's socket is done both ways: no more polling
   bool server_hup = false;
-  bool dead = false;      // closed when swept: with RST unless `graceful`
+  bool dead = false;  // closed when swept: with RST unless `graceful`
   bool graceful = false;
 };
 
@@ -234,8 +234,8 @@ int main(int argc, char** argv) {
     } else if (flag == "--forward") {
       const auto eq = value.find('=');
       const auto from = parse_address(value.substr(0, eq));
-      const auto to = eq == std::string_view::npos ? std::nullopt
-                                                   : parse_address(value.substr(eq + 1));
+      const auto to =
+          eq == std::string_view::npos ? std::nullopt : parse_address(value.substr(eq + 1));
       if (!from || !to) {
         std::fprintf(stderr, "hosts-fault-proxy: --forward wants ADDR:PORT=ADDR:PORT, got %s\n",
                      argv[i + 1]);
@@ -245,8 +245,7 @@ int main(int argc, char** argv) {
     }
   }
   if (forwards.empty() || control_path.empty()) {
-    std::fprintf(stderr,
-                 "usage: hosts-fault-proxy --control SOCKET --forward LISTEN=TARGET...\n");
+    std::fprintf(stderr, "usage: hosts-fault-proxy --control SOCKET --forward LISTEN=TARGET...\n");
     return 2;
   }
   ::signal(SIGTERM, on_signal);
@@ -272,7 +271,8 @@ int main(int argc, char** argv) {
   while (!g_stop) {
     std::vector<pollfd> fds;
     fds.push_back({control, POLLIN, 0});
-    for (const auto& f : forwards) fds.push_back({f.listener, static_cast<short>(fault.stalled ? 0 : POLLIN), 0});
+    for (const auto& f : forwards)
+      fds.push_back({f.listener, static_cast<short>(fault.stalled ? 0 : POLLIN), 0});
     const auto now = Clock::now();
     auto wake = now + milliseconds(1000);
     for (auto& c : conns) {

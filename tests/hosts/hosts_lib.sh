@@ -180,8 +180,9 @@ host_pids() {
   ip netns pids "$TAG-$1" 2>/dev/null | while read -r pid; do
     local ns
     ns=$(pidns "$pid") || continue
-    [[ -n $ns && $ns != "$ours" ]] && echo "$pid"
+    [[ -z $ns || $ns == "$ours" ]] || echo "$pid"
   done
+  return 0  # (a caller's `pids=$(host_pids ...)` must not trip set -e)
 }
 
 # host_guard HOST: the pid of HOST's guard (PID 1 of its PID namespace), if any.

@@ -140,10 +140,24 @@ cuts_off() { [[ $1 != reset && $1 != restart ]]; }
 settled() { exited_since "$1" "$2" || (($(holders | wc -l) == 1)); }
 exited_since() { tail -n +"$(($2 + 1))" "$EVENTS" | awk -v h="$1" '$2 == "exit" && $3 == h { f = 1 } END { exit !f }'; }
 
+# diagnose: the last events and each host's last guard log lines, on stderr.
+diagnose() {
+  local h
+  {
+    echo "last events:"
+    tail -6 "$EVENTS"
+    for h in "${HOSTS[@]}"; do
+      echo "$h's guard ($(cat "$WORK/$h.log")):"
+      tail -4 "$(cat "$WORK/$h.log")" 2>/dev/null | cut -c1-300
+      echo "$h's processes: $(host_pids "$h" | tr '\n' ' ')"
+    done
+  } >&2
+}
+
 # run_cycle FAULT: one fault on the holder (or the server), played out, undone.
 run_cycle() {
   local fault=$1 h lines r
-  wait_until 30 has_holder || fail "$PHASE: no holder within 30 s"
+  wait_until 30 has_holder || { diagnose; fail "$PHASE: no holder within 30 s"; }
   h=$(holder)
   lines=$(wc -l <"$EVENTS")
   if cuts_off "$fault"; then
@@ -262,8 +276,11 @@ elif [[ ${HOSTS_SKEW:-1} == 1 ]]; then
     run_phase "$name" "$mode" partition
     unset HOSTS_ENV_h2
   }
-  # Less than --max-skew: nothing may change.
-  for mode in verify exclusive; do
+  # Less than --max-skew: nothing may change (the suite runs it in verify,
+  # where each guard's own clock judges expiry; the long run in both).
+  small_modes=(verify)
+  [[ ${HOSTS_LONG:-0} != 1 ]] || small_modes=(verify exclusive)
+  for mode in "${small_modes[@]}"; do
     skew_phase "skew-small-$mode" "$mode" $((MAX_SKEW_MS / 2))
     ((CHECK_STATUS == 0)) || fail "$PHASE: h2 $((MAX_SKEW_MS / 2)) ms ahead (under --max-skew) broke exclusion"
     # Redis and PostgreSQL ask the server for its time; WebDAV and CS3 read a
