@@ -177,16 +177,26 @@ Report check(std::vector<Event> events) {
         break;
       }
     }
+    // The cycle ends where the next one (or the end) begins: what happens
+    // later is that cycle's doing.
+    std::int64_t cycle_end = end_at;
+    for (std::size_t m = k + 1; m < events.size(); ++m) {
+      const auto& kind = events[m].kind;
+      if (kind == "fault" || kind == "pause" || kind == "end") {
+        cycle_end = events[m].t;
+        break;
+      }
+    }
     const Interval* holder = nullptr;
     for (const auto& i : r.intervals) {
       if (i.start <= f.t && f.t < i.end && (f.host == "*" || i.host == f.host)) holder = &i;
     }
     if (holder) {
       res.hit_holder = true;
-      const bool fenced = !holder->open && holder->end < end_at;
+      const bool fenced = !holder->open && holder->end < cycle_end;
       if (fenced) res.fenced = holder->end - f.t;
       for (const auto& i : r.intervals) {
-        if (i.host == holder->host || i.start < f.t || i.start >= end_at) continue;
+        if (i.host == holder->host || i.start < f.t || i.start >= cycle_end) continue;
         res.takeover = i.start - f.t;
         if (fenced) res.handover = i.start - holder->end;
         break;

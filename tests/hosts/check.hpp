@@ -60,7 +60,7 @@ struct EpochRegression {
   Interval later;    // started after it with an epoch not larger
 };
 
-// A fault and what followed it.
+// A fault and what followed it, up to the next fault (or the end).
 struct Resolution {
   std::string fault;
   std::string host;  // where the fault was applied

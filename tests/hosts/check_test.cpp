@@ -111,6 +111,22 @@ TEST(HostsCheck, AFaultOnTheStandbyDoesNotHitTheHolder) {
   EXPECT_FALSE(r.resolutions[1].fenced);     // the holder kept running until the end
 }
 
+TEST(HostsCheck, WhatFollowsTheNextFaultIsNotCountedForThisOne) {
+  const auto r =
+      run("1000000 start h1 1\n"
+          "2000000 fault h1 reset\n"
+          "2100000 heal h1 reset\n"
+          "3000000 fault * restart\n"
+          "4000000 stop h1 1\n"
+          "5000000 start h2 2\n"
+          "6000000 heal * restart\n");
+  ASSERT_EQ(r.resolutions.size(), 2u);
+  EXPECT_FALSE(r.resolutions[0].fenced);  // the reset did not stop h1: the restart did
+  EXPECT_FALSE(r.resolutions[0].takeover);
+  EXPECT_EQ(r.resolutions[1].fenced, 1 * kMs);
+  EXPECT_EQ(r.resolutions[1].takeover, 2 * kMs);
+}
+
 TEST(HostsCheck, ALineThatDoesNotParseIsNamed) {
   std::size_t bad = 0;
   EXPECT_TRUE(hosts::parse_events("1 start h1 1\nnonsense\n", &bad).empty());

@@ -5,15 +5,27 @@
 # (CLOCK_MONOTONIC), run without libfaketime: the guard may run under it,
 # the child never does.
 unset LD_PRELOAD FAKETIME FAKETIME_DONT_FAKE_MONOTONIC
-event() {
-  printf '%s %s %s %s\n' "$("$HOSTS_CHECK" now)" "$1" "$HOSTNAME" "${INSTANCE_GUARD_EPOCH:--}" \
-    >>"$HOSTS_EVENTS"
+
+# The guard signals the child's whole group, so a signal can kill the clock
+# read itself: it is then read again. A start time read again is late by
+# that retry (milliseconds), and only for a child already being stopped.
+now() {
+  local t="" tries
+  for ((tries = 0; tries < 100 && ${#t} == 0; tries++)); do t=$("$HOSTS_CHECK" now 2>/dev/null) || t=""; done
+  echo "${t:-0}"
 }
-# Signals ignored from here on, so a group-wide SIGTERM cannot kill the
-# clock read that the stop line waits for.
-trap 'trap "" TERM INT HUP; event stop; exit 0' TERM INT HUP
+event() {
+  printf '%s %s %s %s\n' "$(now)" "$1" "$HOSTNAME" "${INSTANCE_GUARD_EPOCH:--}" >>"$HOSTS_EVENTS"
+}
+
+# A signal only sets a flag; the loop below ends on it, and the stop line is
+# written after the signal, so the stop time is never early.
+stopping=0
+trap 'stopping=1' TERM INT HUP
 event start
-while :; do
+while ((!stopping)); do
   sleep 1 &
   wait $! || true
 done
+event stop
+exit 0

@@ -5,9 +5,10 @@
 # One row per store and phase (mode, or skew phase): fault cycles, cycles
 # that hit the holder, overlaps after a pause and others (each with the
 # longest), epochs that did not increase; then one row per
-# store and fault kind, over every mode: median and largest time from the
-# fault to the holder's child stopping (fenced), to a child starting on
-# another host (takeover), and from that stop to that start (handover).
+# store and fault kind, over every mode: how often the holder's child was
+# stopped within the cycle, the time from the fault to that (fenced), to a
+# child starting on another host (takeover), and from that stop to that
+# start (handover; negative: the stale child of a paused host).
 set -euo pipefail
 dir=${1:?usage: summary.sh RESULTS_DIR}
 command -v jq >/dev/null || { echo "jq is needed" >&2; exit 1; }
@@ -24,14 +25,18 @@ for f in "$dir"/*.json; do
 done
 
 echo
-echo "| store | fault | cycles on the holder | fenced median / max | takeover median / max | handover median / max |"
-echo "|---|---|---|---|---|---|"
+echo "| store | fault | cycles on the holder | holder fenced | fenced min / median / max | takeover median / max | handover min / median / max |"
+echo "|---|---|---|---|---|---|---|"
 for store in $(ls "$dir"/*.json | xargs -n1 basename | cut -d- -f1 | sort -u); do
   jq -s -r --arg store "$store" '
     [.[].faults[] | select(.hit_holder)] | group_by(.fault)[] |
     . as $g |
-    def stat(f): [ $g[] | f | select(. != null) ] | sort |
+    def vals(f): [ $g[] | f | select(. != null) ] | sort;
+    def stat(f): vals(f) |
       if length == 0 then "-" else "\(.[length / 2 | floor] | round) / \(.[-1] | round) ms" end;
-    "| \($store) | \($g[0].fault) | \($g | length) | \(stat(.fenced_ms)) | \(stat(.takeover_ms)) | \(stat(.handover_ms)) |"
+    def stat3(f): vals(f) |
+      if length == 0 then "-" else "\(.[0] | round) / \(.[length / 2 | floor] | round) / \(.[-1] | round) ms" end;
+    "| \($store) | \($g[0].fault) | \($g | length) | \(vals(.fenced_ms) | length) | \(stat3(.fenced_ms)) | " +
+    "\(stat(.takeover_ms)) | \(stat3(.handover_ms)) |"
   ' $(ls "$dir/$store"-*.json | grep -v -- '-skew-')
 done
