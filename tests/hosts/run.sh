@@ -14,7 +14,7 @@
 #   HOSTS_CYCLES   fault cycles per mode, going round its fault kinds [one round]
 #   HOSTS_LONG     1: every fault kind in every mode (scripts/hosts-long.sh) [0: the
 #                  test suite's share, every kind once per store, spread over the modes]
-#   HOSTS_MODES    modes [verify exclusive auto]
+#   HOSTS_MODES    modes [verify exclusive auto]; "none": only the skew phases
 #   HOSTS_FAULTS   fault kinds for every mode (overrides the above)
 #   HOSTS_SKEW_CYCLES  partition cycles per skew phase [2]
 #   HOSTS_SKEW     1: the skew phases, 0: not [1]
@@ -240,6 +240,7 @@ expect_resolved() {
   ((unresolved == 0)) || fail "$PHASE: $unresolved cut-off holders were not fenced or not succeeded"
 }
 
+[[ ${MODES[*]} != none ]] || MODES=()
 for mode in "${MODES[@]}"; do
   # shellcheck disable=SC2046
   faults=($(faults_for "$mode"))
@@ -255,7 +256,7 @@ done
 
 # Clock skew: h2's guard under libfaketime (its wall clock only: monotonic
 # time stays true, as after a wrong NTP step), partitions of whoever holds,
-# so h2 is once the standby judging h1's record and once the holder whose
+# so h2 is in turn the standby judging h1's record and the holder whose
 # record h1 judges.
 FAKETIME_LIB=""
 for lib in /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 /usr/lib/*/faketime/libfaketimeMT.so.1; do
@@ -295,31 +296,38 @@ elif [[ ${HOSTS_SKEW:-1} == 1 ]]; then
     fi
     ok "$PHASE: h2 $((MAX_SKEW_MS / 2)) ms ahead: $(jq -r '"\(.overlaps) overlaps"' "$WORK/skew-small-$mode.json")"
   done
-  # More than --max-skew (3/4 ttl ahead): the server-clock stores' exclusive
-  # mode is immune; verify (record expiry on each guard's own clock) is not,
-  # and the checker must see it.
+  # More than --max-skew (3/4 ttl ahead or behind): the server-clock stores'
+  # exclusive mode is immune; verify (record expiry on each guard's own
+  # clock) is not, and with h2 ahead the checker must see it. Behind, h2's
+  # own records and (CS3) lock expirations are early for everyone else.
   big=$((TTL_MS * 3 / 4))
-  for mode in verify exclusive; do
-    skew_phase "skew-large-$mode" "$mode" "$big"
-    overlaps=$(jq .overlaps "$WORK/skew-large-$mode.json")
+  large=("ahead verify" "ahead exclusive" "behind exclusive")
+  [[ ${HOSTS_LONG:-0} != 1 ]] || large+=("behind verify")
+  for phase in "${large[@]}"; do
+    read -r direction mode <<<"$phase"
+    name=skew-$direction-$mode
+    offset=$big
+    [[ $direction == ahead ]] || offset=-$big
+    skew_phase "$name" "$mode" "$offset"
+    overlaps=$(jq .overlaps "$WORK/$name.json")
     if [[ $mode == exclusive && $STORE_KIND =~ ^(etcd|redis|postgres)$ ]]; then
       ((CHECK_STATUS == 0)) || fail "$PHASE: the server's clock should make exclusive immune to skew"
-      ok "$PHASE: h2 $big ms ahead: $overlaps overlaps (the server's clock judges expiry)"
-    elif [[ $mode == verify ]]; then
+      ok "$PHASE: h2 $big ms $direction: $overlaps overlaps (the server's clock judges expiry)"
+    elif [[ $direction == ahead && $mode == verify ]]; then
       # The standby 3/4 ttl ahead sees the holder's record expire between
       # renewals: the checker must see two children at once.
       ((overlaps > 0)) || fail "$PHASE: h2 $big ms ahead in verify, yet no overlap: the checker missed it"
       ok "$PHASE: h2 $big ms ahead (past --max-skew): $overlaps overlaps, as expected (the guards' own clocks judge expiry)"
     else
-      ok "$PHASE: h2 $big ms ahead (past --max-skew): $overlaps overlaps"
+      ok "$PHASE: h2 $big ms $direction (past --max-skew): $overlaps overlaps"
     fi
     # What the guard says about it: the stores that see the server's clock
     # (WebDAV and CS3 in the Date header, Redis and PostgreSQL from the
     # server) warn; the etcd store has no such check.
-    warned=$(cat "$WORK/skew-large-$mode".h2.*.err | grep -c "$CLOCK_WARNING" || true)
+    warned=$(cat "$WORK/$name".h2.*.err | grep -c "$CLOCK_WARNING" || true)
     if [[ $STORE_KIND != etcd ]]; then
-      ((warned > 0)) || fail "$PHASE: the guard $big ms ahead never warned about its clock"
-      ok "$PHASE: the skewed guard warned: $(cat "$WORK/skew-large-$mode".h2.*.err |
+      ((warned > 0)) || fail "$PHASE: the guard $big ms $direction never warned about its clock"
+      ok "$PHASE: the skewed guard warned: $(cat "$WORK/$name".h2.*.err |
         grep -m1 "$CLOCK_WARNING" | sed 's/.* warn: //' | cut -c1-110)..."
     else
       ok "$PHASE: the skewed guard logged $warned clock warnings (the etcd store has no clock check)"
