@@ -1,13 +1,17 @@
 // hosts-check: the multi-host harness's checker (check.hpp) as a program.
 //   hosts-check now                   prints CLOCK_MONOTONIC in ns (the event
 //                                     logs' clock; run it outside libfaketime)
+//   hosts-check emit FILE KIND HOST ARG   appends "<now> KIND HOST ARG" to FILE
+//                                     in one write (O_APPEND); exit 0 once written
 //   hosts-check EVENTS [--json FILE] [--max-pause-overlap MS] [--expect-overlap]
 // Prints the report; exit status 0 when no two children ran at once (beyond
 // a stale holder that was paused, for at most --max-pause-overlap, default
 // 0) and every epoch increased; 1 otherwise (with --expect-overlap: 0 only
 // when some overlap not after a pause was seen, the checker's teeth); 2 on a
 // usage error or a log that does not parse.
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -18,16 +22,35 @@
 
 #include "hosts/check.hpp"
 
+namespace {
+
+long long monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   if (argc == 2 && std::string(argv[1]) == "now") {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    std::printf("%lld\n", static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec);
+    std::printf("%lld\n", monotonic_ns());
     return 0;
   }
+  if (argc == 6 && std::string(argv[1]) == "emit") {
+    // One write, so that lines from many processes never interleave, and a
+    // process killed before it is a line missing, never half a line.
+    const std::string line =
+        std::to_string(monotonic_ns()) + " " + argv[3] + " " + argv[4] + " " + argv[5] + "\n";
+    const int fd = ::open(argv[2], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return 1;
+    const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    ::close(fd);
+    return written ? 0 : 1;
+  }
   if (argc < 2) {
-    std::cerr << "usage: hosts-check now | hosts-check EVENTS [--json FILE] "
-                 "[--max-pause-overlap MS] [--expect-overlap]\n";
+    std::cerr << "usage: hosts-check now | hosts-check emit FILE KIND HOST ARG | "
+                 "hosts-check EVENTS [--json FILE] [--max-pause-overlap MS] [--expect-overlap]\n";
     return 2;
   }
   std::string json_path;

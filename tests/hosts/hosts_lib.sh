@@ -97,7 +97,7 @@ trap 'exit 130' INT
 trap 'exit 129' HUP
 
 # event KIND HOST ARG: appends to the event log (check.hpp).
-event() { printf '%s %s %s %s\n' "$("$HOSTS_CHECK" now)" "$1" "$2" "$3" >>"$EVENTS"; }
+event() { "$HOSTS_CHECK" emit "$EVENTS" "$1" "$2" "$3"; }
 
 # hosts_make N: the server namespace and N host namespaces with their links.
 hosts_make() {
