@@ -234,10 +234,12 @@ holders() {
        END { for (h in run) print h }' "$EVENTS"
 }
 holder() { holders | head -1; }
-# has_holder: a child runs; fails the test when a guard hit a fatal error.
-has_holder() {
+# pick_holder: sets $PICKED to a host whose child runs (read once: asking
+# again could find it gone).
+pick_holder() {
   [[ ! -e $WORK/fatal ]] || fail "$(cat "$WORK/fatal")"
-  [[ -n $(holder) ]]
+  PICKED=$(holder)
+  [[ -n $PICKED ]]
 }
 # A child started on a host other than $1 after the event log had $2 lines.
 successor_started() {

@@ -157,8 +157,8 @@ diagnose() {
 # run_cycle FAULT: one fault on the holder (or the server), played out, undone.
 run_cycle() {
   local fault=$1 h lines r
-  wait_until 30 has_holder || { diagnose; fail "$PHASE: no holder within 30 s"; }
-  h=$(holder)
+  wait_until 30 pick_holder || { diagnose; fail "$PHASE: no holder within 30 s"; }
+  h=$PICKED
   lines=$(wc -l <"$EVENTS")
   if cuts_off "$fault"; then
     apply_fault "$fault" "$h"
