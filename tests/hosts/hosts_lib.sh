@@ -73,15 +73,18 @@ hosts_cleanup() {
   local pid ns entry
   touch "$WORK/stop" 2>/dev/null || true
   for pid in "${BG_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  local in_srv=()
+  [[ ! -e /run/netns/$NS_SRV ]] || in_srv=(ip netns exec "$NS_SRV")
   for entry in "${SERVER_STOPS[@]}"; do
-    ip netns exec "$NS_SRV" bash "${entry%%|*}" stop "${entry#*|}" >/dev/null 2>&1 || true
+    "${in_srv[@]}" bash "${entry%%|*}" stop "${entry#*|}" >/dev/null 2>&1 || true
   done
   # Every process left in our namespaces (guards, children, proxies), by namespace.
   for ns in "$NS_SRV" "${HOSTS[@]/#/$TAG-}"; do
+    [[ -e /run/netns/$ns ]] || continue
     ip netns pids "$ns" 2>/dev/null | while read -r pid; do
       kill -CONT "$pid" 2>/dev/null || true
       kill -KILL "$pid" 2>/dev/null || true
-    done
+    done || true
   done
   for pid in "${BG_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   for ns in "${HOSTS[@]/#/$TAG-}" "$NS_SRV"; do ip netns del "$ns" 2>/dev/null || true; done
