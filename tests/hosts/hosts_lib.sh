@@ -33,6 +33,9 @@ hosts_cannot_run() {
 }
 
 source "$HOSTS_DIR/../support/shell.sh"  # fail, ok, now_ms, wait_until
+# Polls every 100 ms: each poll forks a few processes, and a cycle's events
+# are hundreds of milliseconds apart (the checker reads exact times anyway).
+WAIT_POLL=0.1
 
 [[ -x $HOSTS_CHECK && -x $HOSTS_PROXY ]] ||
   fail "$HOSTS_CHECK or $HOSTS_PROXY is not built (cmake --build build --target hosts-check hosts-fault-proxy)"

@@ -9,13 +9,13 @@ ok() { echo "ok: $*"; }
 
 now_ms() { date +%s%3N; }
 
-# wait_until SECONDS COMMAND...: runs COMMAND every 20 ms until it succeeds;
-# fails after SECONDS.
+# wait_until SECONDS COMMAND...: runs COMMAND every 20 ms ($WAIT_POLL
+# seconds when set) until it succeeds; fails after SECONDS.
 wait_until() {
   local deadline=$(($(now_ms) + $1 * 1000))
   shift
   until "$@"; do
     (($(now_ms) < deadline)) || return 1
-    sleep 0.02
+    sleep "${WAIT_POLL:-0.02}"
   done
 }
