@@ -38,6 +38,10 @@ PACKAGES=(
   redis-server          # Redis test server (integration and end-to-end tests)
   redis-tools           # redis-cli: the Redis end-to-end tests inspect keys with it
   jq                    # end-to-end tests read JSON
+  iproute2              # multi-host harness (tests/hosts/): ip netns, veth pairs
+  nftables              # multi-host harness: partitions and one-way loss (nft drop rules)
+  libfaketime           # multi-host harness: a guard whose clock runs ahead or behind
+  faketime
   util-linux            # flock(1) in the end-to-end tests
   dpkg-dev              # cpack -G DEB: dpkg-shlibdeps computes the tool package's Depends
   man-db                # the packaging tests: man -w, and man --warnings on the man page

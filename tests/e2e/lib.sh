@@ -41,24 +41,7 @@ trap 'exit 143' TERM
 trap 'exit 130' INT
 trap 'exit 129' HUP
 
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-ok() { echo "ok: $*"; }
-
-now_ms() { date +%s%3N; }
-
-# wait_until SECONDS COMMAND...: runs COMMAND every 20 ms until it succeeds;
-# fails after SECONDS.
-wait_until() {
-  local deadline=$(($(now_ms) + $1 * 1000))
-  shift
-  until "$@"; do
-    (($(now_ms) < deadline)) || return 1
-    sleep 0.02
-  done
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../support/shell.sh"  # fail, ok, now_ms, wait_until
 
 # start_guard NAME ARGS...: runs `instance-guard ARGS...` in the background,
 # output in $WORK/NAME.out and $WORK/NAME.err; its pid in $LAST_PID. Job
