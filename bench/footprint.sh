@@ -8,15 +8,19 @@
 #                                            against  (same etcd; when installed)
 #   instance-guard run --store DIR -- sleep 2: peak RSS of an idle guard
 #
-# Each figure is the median of N runs (default 30) of /usr/bin/time's wall
-# time, user+system CPU and maximum resident set size. Prints a Markdown
+# Wall time and CPU (user+system) are taken with bash's `time` over batches
+# of 20 runs (the per-run cost is the batch's divided by 20: /usr/bin/time
+# counts in 10 ms steps, coarser than a flock); the figure is the median
+# batch of N (default 10) batches, interleaved. Peak RSS is /usr/bin/time's
+# maximum resident set size, median of one run per batch. Prints a Markdown
 # table with the ratios; BENCHMARKS.md quotes it.
 #
 #   bench/footprint.sh [BUILD_DIR] [N]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
-n=${2:-30}
+n=${2:-10}
+batch=20
 bin=$build/instance-guard
 [[ -x $bin ]] || { echo "build the tool first: $bin is missing" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || { echo "/usr/bin/time is missing (Debian package time)" >&2; exit 1; }
@@ -32,18 +36,21 @@ trap cleanup EXIT
 export XDG_STATE_HOME=$work/state
 mkdir -p "$work/store"
 
-# measure NAME CMD...: one run; appends "wall_s cpu_s maxrss_kib" to $work/NAME.
+# measure NAME CMD...: one batch; appends "wall_s cpu_s maxrss_kib" (per run)
+# to $work/NAME.
 measure() {
-  local name=$1
+  local name=$1 i times
   shift
-  /usr/bin/time -f '%e %U %S %M' -o "$work/$name.one" "$@" >/dev/null 2>&1 ||
-    { echo "failed: $* (see above)" >&2; "$@"; exit 1; }
-  awk '{printf "%s %.3f %s\n", $1, $2 + $3, $4}' "$work/$name.one" >>"$work/$name"
+  /usr/bin/time -f '%M' -o "$work/$name.rss" "$@" >/dev/null 2>&1 ||
+    { echo "failed: $*" >&2; "$@"; exit 1; }
+  times=$( { TIMEFORMAT='%R %U %S'; time { for ((i = 0; i < batch; i++)); do "$@" >/dev/null 2>&1; done; }; } 2>&1)
+  awk -v b="$batch" -v rss="$(cat "$work/$name.rss")" '{printf "%.5f %.5f %s\n", $1 / b, ($2 + $3) / b, rss}' \
+    <<<"$times" >>"$work/$name"
 }
 # median NAME COLUMN: the median of a column (1 wall, 2 cpu, 3 rss).
 median() {
-  sort -n -k"$2" "$work/$1" | awk -v c="$2" '{v[NR] = $c} END {
-    if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+  sort -g -k"$2" "$work/$1" | awk -v c="$2" '{v[NR] = $c} END {
+    if (NR % 2) print v[(NR + 1) / 2]; else printf "%.5f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }
 
 pairs=("version:" "guard_dir:flock_dir")
@@ -65,8 +72,12 @@ for ((i = 0; i < n; i++)); do
     measure etcdctl_lock env ETCDCTL_API=3 etcdctl --endpoints "$etcd_url" lock footprint true
   fi
 done
-for ((i = 0; i < 5; i++)); do measure idle "$bin" run --store "$work/store" -- sleep 2; done
+for ((i = 0; i < 5; i++)); do
+  /usr/bin/time -f '%M' -o "$work/idle.rss" "$bin" run --store "$work/store" -- sleep 2 2>/dev/null
+  echo "2 0 $(cat "$work/idle.rss")" >>"$work/idle"
+done
 
+ms() { awk -v s="$1" 'BEGIN {print s * 1000}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2fx", a / b; else print "-"}'; }
 row() {  # row LABEL NAME [BASELINE]
   local w c r
@@ -74,14 +85,14 @@ row() {  # row LABEL NAME [BASELINE]
   c=$(median "$2" 2)
   r=$(median "$2" 3)
   if [[ -n ${3:-} ]]; then
-    printf '| %s | %s s (%s) | %s s (%s) | %.1f MiB (%s) |\n' "$1" "$w" "$(ratio "$w" "$(median "$3" 1)")" \
-      "$c" "$(ratio "$c" "$(median "$3" 2)")" "$(awk -v r="$r" 'BEGIN {print r / 1024}')" \
+    printf '| %s | %.1f ms (%s) | %.1f ms (%s) | %.1f MiB (%s) |\n' "$1" "$(ms "$w")" "$(ratio "$w" "$(median "$3" 1)")" \
+      "$(ms "$c")" "$(ratio "$c" "$(median "$3" 2)")" "$(awk -v r="$r" 'BEGIN {print r / 1024}')" \
       "$(ratio "$r" "$(median "$3" 3)")"
   else
-    printf '| %s | %s s | %s s | %.1f MiB |\n' "$1" "$w" "$c" "$(awk -v r="$r" 'BEGIN {print r / 1024}')"
+    printf '| %s | %.1f ms | %.1f ms | %.1f MiB |\n' "$1" "$(ms "$w")" "$(ms "$c")" "$(awk -v r="$r" 'BEGIN {print r / 1024}')"
   fi
 }
-echo "Medians of $n runs each, interleaved; ratios against the line below each guard line."
+echo "Per run: medians of $n interleaved batches of $batch runs; ratios against the line below each guard line."
 echo
 echo "| command | wall | CPU (user+sys) | peak RSS |"
 echo "|---|---|---|---|"
@@ -92,4 +103,4 @@ if [[ -n $etcd_url ]]; then
   row "\`instance-guard run --store etcd://... -- true\`" guard_etcd etcdctl_lock
   row "\`etcdctl lock NAME true\`" etcdctl_lock
 fi
-row "idle \`run --store DIR -- sleep 2\` (5 runs)" idle
+row "idle \`run --store DIR -- sleep 2\` (peak RSS, 5 runs)" idle
