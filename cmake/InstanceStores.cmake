@@ -43,7 +43,10 @@ function(instance_add_store family)
   add_library(instance_${family} $<TARGET_OBJECTS:${objects}>)
   add_library(instance::${family} ALIAS instance_${family})
   target_compile_features(instance_${family} PUBLIC cxx_std_23)
-  target_link_libraries(instance_${family} PUBLIC instance_core PRIVATE ${arg_LIBS})
+  # LIBS before the core: a static consumer's link line then puts the core
+  # after what uses it (src/net uses the core but does not link it, for the
+  # module's sake).
+  target_link_libraries(instance_${family} PRIVATE ${arg_LIBS} PUBLIC instance_core)
   instance_install_library(instance_${family} DEPENDS ${arg_DEPENDS}
                            PKG_CONFIG ${arg_PKG_CONFIG} DEBIAN ${arg_DEBIAN})
 

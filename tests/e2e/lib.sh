@@ -41,7 +41,7 @@ trap 'exit 143' TERM
 trap 'exit 130' INT
 trap 'exit 129' HUP
 
-source "$(dirname "${BASH_SOURCE[0]}")/../support/shell.sh"  # fail, ok, now_ms, wait_until
+source "$(dirname "${BASH_SOURCE[0]}")/../support/shell.sh"  # fail, ok, now_ms, wait_until, closed_port
 
 # start_guard NAME ARGS...: runs `instance-guard ARGS...` in the background,
 # output in $WORK/NAME.out and $WORK/NAME.err; its pid in $LAST_PID. Job
@@ -65,15 +65,6 @@ wait_exit() {
   wait_until "$2" not_running "$pid" || fail "process $pid still running after $2 s"
   EXIT_CODE=0
   wait "$pid" || EXIT_CODE=$?
-}
-
-# closed_port: a TCP port on 127.0.0.1 nobody answers on.
-closed_port() {
-  local port
-  while :; do
-    port=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
-  done
 }
 
 running() { kill -0 "$1" 2>/dev/null; }
