@@ -37,7 +37,9 @@ pg_start() {
       echo "SKIP: $(cat "$WORK/pg.start.out")"
       exit 0
     fi
-    [[ -f $PG_DIR/data/PG_VERSION ]] && break  # a restart must keep its port
+    # A restart must keep its port; a first start that failed (postgres.sh
+    # then removes the cluster) tries another.
+    [[ -f $PG_DIR/data/PG_VERSION ]] && break
     unset PG_PORT
   done
   cat "$WORK/pg.start.out" >&2

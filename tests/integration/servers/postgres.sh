@@ -76,7 +76,11 @@ start)
   as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/logs/server.log" -w -t 20 \
     -o "-c listen_addresses=127.0.0.1 -p $port -k $dir/sock -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=200" \
     start >/dev/null || { echo "postgres failed to start; see $dir/logs/server.log" >&2;
-      cat "$dir/logs/server.log" >&2 2>/dev/null || true; exit 1; }
+      cat "$dir/logs/server.log" >&2 2>/dev/null || true
+      # A cluster that never started was never set up: remove it, so a
+      # caller may try again on another port (its port was taken, say).
+      [ "$fresh" = 1 ] && rm -rf "$dir/data"
+      exit 1; }
   head -n1 "$dir/data/postmaster.pid" >"$pidf"
   psql=("$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir/sock" -p "$port" -U postgres)
   if [ "$fresh" = 1 ]; then
