@@ -40,9 +40,14 @@ class Retry {
 
   // Counts an attempt and returns its timeout: `cap` for the first; for a
   // later one the time left before the deadline, clamped to [floor, cap].
+  // The floor (200 ms unless given) keeps a last attempt long enough to get
+  // an answer: one cut to a few milliseconds would end the chain in a
+  // timeout of our own making instead of the server's real reply (seen
+  // under ASan: "timeout" instead of "HTTP 500"). The chain may so end up
+  // to one floor past its deadline.
   std::chrono::milliseconds begin_attempt(
       std::chrono::milliseconds cap,
-      std::chrono::milliseconds floor = std::chrono::milliseconds(1));
+      std::chrono::milliseconds floor = std::chrono::milliseconds(200));
   // Attempts begun so far.
   int attempts() const noexcept { return attempts_; }
   // The pause before the next attempt, or nullopt to give up (see above).

@@ -519,8 +519,7 @@ class EtcdStore final : public Store {
     bool maybe_applied = false;
     bool logged_in_again = false;
     while (true) {
-      const auto timeout =
-          retry.begin_attempt(options_.request_timeout, std::chrono::milliseconds(200));
+      const auto timeout = retry.begin_attempt(options_.request_timeout);
       Failure f;
       auto auth = authorization(timeout);
       if (auth) {
