@@ -9,9 +9,6 @@ stop_all_etcd() {
 }
 trap 'stop_all_etcd; cleanup' EXIT
 
-# A TCP port on 127.0.0.1 nobody answers on (lib.sh).
-etcd_free_port() { closed_port; }
-
 # start_etcd NAME [PORT] [VAR=VALUE...]: starts (or restarts, keeping its
 # data) etcd in $WORK/NAME on PORT or a free port, VAR=VALUE in the script's
 # environment (ETCD_ROOT_PASSWORD=...); sets $ETCD_PORT and $ETCD_URL
@@ -24,7 +21,7 @@ start_etcd() {
     shift
   fi
   for attempt in 1 2 3; do
-    ETCD_PORT=${port:-$(etcd_free_port)}
+    ETCD_PORT=${port:-$(closed_port)}
     if ETCD_URL=$(env WATCH_PID=$$ "$@" bash "$ETCD_SCRIPT" start "$WORK/$name" "$ETCD_PORT" 2>"$WORK/$name.start.err"); then
       ETCD_STARTED+=("$name")
       return 0

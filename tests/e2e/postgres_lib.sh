@@ -12,20 +12,12 @@ PG_PASSWORD_FILE=$WORK/pg-password
 printf '%s\n' "$PG_PASSWORD" >"$PG_PASSWORD_FILE"
 trap 'bash "$SERVERS/postgres.sh" stop "$PG_DIR" >/dev/null 2>&1 || true; cleanup' EXIT
 
-pg_port() {
-  local port
-  while :; do
-    port=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
-  done
-}
-
 # pg_start: starts the cluster (made on the first call, kept after); sets
 # $PG_PORT and $PG_URL (postgres://127.0.0.1:PORT/guard).
 pg_start() {
   local attempt rc
   for attempt in 1 2 3; do
-    PG_PORT=${PG_PORT:-$(pg_port)}
+    PG_PORT=${PG_PORT:-$(closed_port)}
     rc=0
     env WATCH_PID=$$ AUTH_USER=guard AUTH_PASSWORD_FILE="$PG_PASSWORD_FILE" \
       bash "$SERVERS/postgres.sh" start "$PG_DIR" "$PG_PORT" >"$WORK/pg.start.out" 2>&1 || rc=$?

@@ -22,14 +22,6 @@ stop_all_redis() {
 }
 trap 'stop_all_redis; cleanup' EXIT
 
-redis_free_port() {
-  local port
-  while :; do
-    port=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
-  done
-}
-
 start_redis() {
   local name=$1 port="" attempt rc
   shift
@@ -39,7 +31,7 @@ start_redis() {
   fi
   [[ $# -gt 0 ]] && REDIS_ENV[$name]="$*"
   for attempt in 1 2 3; do
-    REDIS_PORT=${port:-${REDIS_PORTS[$name]:-$(redis_free_port)}}
+    REDIS_PORT=${port:-${REDIS_PORTS[$name]:-$(closed_port)}}
     rc=0
     REDIS_URL=$(env WATCH_PID=$$ ${REDIS_ENV[$name]:-} bash "$REDIS_SH" start "$WORK/$name" "$REDIS_PORT" \
       2>"$WORK/$name.start.err") || rc=$?
