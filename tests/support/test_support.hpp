@@ -1,5 +1,6 @@
-// Shared helpers for the tests: a logger that keeps every line, and a store
-// wrapper whose operations can be made to fail one by one.
+// Shared helpers for the tests: a key from its escaped text, a logger that
+// keeps every line, and a store wrapper whose operations can be made to fail
+// one by one.
 #pragma once
 
 #include <functional>
@@ -8,10 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "instance/key.hpp"
 #include "instance/logger.hpp"
 #include "instance/store.hpp"
 
 namespace instance::testing {
+
+// The key `escaped` names; the test stops with an exception when it is not one.
+inline Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
 
 class CapturingLogger final : public Logger {
  public:

@@ -8,13 +8,14 @@
 #include "instance/stores/counting.hpp"
 #include "instance/stores/memory.hpp"
 #include "instance/testing.hpp"
+#include "support/test_support.hpp"
 
 namespace instance {
 namespace {
 
 using namespace std::chrono_literals;
 
-Key K(std::string_view s) { return Key::parse(s).value(); }
+using testing::key;
 
 class CountingStoreTest : public ::testing::Test {
  protected:
@@ -24,20 +25,20 @@ class CountingStoreTest : public ::testing::Test {
 };
 
 TEST_F(CountingStoreTest, CountsEveryOperationOnceAndForwardsIt) {
-  auto v1 = store->create(K("instances/a"), "1");
+  auto v1 = store->create(key("instances/a"), "1");
   ASSERT_TRUE(v1);
-  auto v2 = store->replace_if(K("instances/a"), "2", *v1);
+  auto v2 = store->replace_if(key("instances/a"), "2", *v1);
   ASSERT_TRUE(v2);
-  EXPECT_EQ(memory->get(K("instances/a"))->data, "2");
-  ASSERT_TRUE(store->replace(K("instances/b"), "3"));
-  EXPECT_EQ(store->get(K("instances/b"))->data, "3");
-  EXPECT_EQ(store->list(K("instances"))->size(), 2u);
-  ASSERT_TRUE(store->remove_if(K("instances/a"), *v2));
-  ASSERT_TRUE(store->remove(K("instances/b")));
-  auto token = store->lock(K("locks/x"), 10s, "me");
+  EXPECT_EQ(memory->get(key("instances/a"))->data, "2");
+  ASSERT_TRUE(store->replace(key("instances/b"), "3"));
+  EXPECT_EQ(store->get(key("instances/b"))->data, "3");
+  EXPECT_EQ(store->list(key("instances"))->size(), 2u);
+  ASSERT_TRUE(store->remove_if(key("instances/a"), *v2));
+  ASSERT_TRUE(store->remove(key("instances/b")));
+  auto token = store->lock(key("locks/x"), 10s, "me");
   ASSERT_TRUE(token);
-  ASSERT_TRUE(store->refresh_lock(K("locks/x"), *token, 10s));
-  ASSERT_TRUE(store->unlock(K("locks/x"), *token));
+  ASSERT_TRUE(store->refresh_lock(key("locks/x"), *token, 10s));
+  ASSERT_TRUE(store->unlock(key("locks/x"), *token));
 
   const RequestCounts c = store->counts();
   for (int i = 0; i < kStoreOpCount; ++i) {
@@ -50,8 +51,8 @@ TEST_F(CountingStoreTest, CountsEveryOperationOnceAndForwardsIt) {
 }
 
 TEST_F(CountingStoreTest, FailedCallsCountToo) {
-  EXPECT_EQ(store->get(K("instances/none")).error().code, Errc::not_found);
-  EXPECT_EQ(store->remove(K("instances/none")).error().code, Errc::not_found);
+  EXPECT_EQ(store->get(key("instances/none")).error().code, Errc::not_found);
+  EXPECT_EQ(store->remove(key("instances/none")).error().code, Errc::not_found);
   EXPECT_EQ(store->counts()[StoreOp::get], 1u);
   EXPECT_EQ(store->counts()[StoreOp::remove], 1u);
 }
@@ -63,11 +64,11 @@ TEST_F(CountingStoreTest, DescribeAndCapabilitiesAreNotCounted) {
 }
 
 TEST_F(CountingStoreTest, DifferenceResetAndText) {
-  ASSERT_TRUE(store->replace(K("instances/a"), "1"));
+  ASSERT_TRUE(store->replace(key("instances/a"), "1"));
   const RequestCounts before = store->counts();
-  ASSERT_TRUE(store->list(K("instances")));
-  ASSERT_TRUE(store->get(K("instances/a")));
-  ASSERT_TRUE(store->get(K("instances/a")));
+  ASSERT_TRUE(store->list(key("instances")));
+  ASSERT_TRUE(store->get(key("instances/a")));
+  ASSERT_TRUE(store->get(key("instances/a")));
   const RequestCounts delta = store->counts() - before;
   EXPECT_EQ(delta.str(), "get=2 list=1");
   EXPECT_EQ(delta.total(), 3u);
@@ -80,7 +81,7 @@ TEST_F(CountingStoreTest, ConcurrentCallsAreAllCounted) {
   std::vector<std::jthread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
-      for (int i = 0; i < 500; ++i) (void)store->get(K("instances/x"));
+      for (int i = 0; i < 500; ++i) (void)store->get(key("instances/x"));
     });
   }
   threads.clear();

@@ -26,6 +26,7 @@
 
 #include "instance/stores/directory.hpp"
 #include "support/temp_dir.hpp"
+#include "support/test_support.hpp"
 
 namespace instance {
 namespace {
@@ -33,7 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
+using testing::key;
 
 std::vector<std::string> strs(const std::vector<Key>& keys) {
   std::vector<std::string> out;

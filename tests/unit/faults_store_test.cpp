@@ -8,13 +8,14 @@
 #include "instance/stores/faults.hpp"
 #include "instance/stores/memory.hpp"
 #include "instance/testing.hpp"
+#include "support/test_support.hpp"
 
 namespace instance {
 namespace {
 
 using namespace std::chrono_literals;
 
-Key K(std::string_view s) { return Key::parse(s).value(); }
+using testing::key;
 
 class FaultStoreTest : public ::testing::Test {
  protected:
@@ -24,9 +25,9 @@ class FaultStoreTest : public ::testing::Test {
 };
 
 TEST_F(FaultStoreTest, ForwardsEverythingWithoutRules) {
-  ASSERT_TRUE(store->create(K("instances/a"), "1"));
-  EXPECT_EQ(store->get(K("instances/a"))->data, "1");
-  EXPECT_EQ(store->list(K("instances"))->size(), 1u);
+  ASSERT_TRUE(store->create(key("instances/a"), "1"));
+  EXPECT_EQ(store->get(key("instances/a"))->data, "1");
+  EXPECT_EQ(store->list(key("instances"))->size(), 1u);
   EXPECT_EQ(store->calls(StoreOp::get), 1u);
   EXPECT_TRUE(store->injections().empty());
   EXPECT_EQ(store->describe(), memory->describe());
@@ -36,31 +37,31 @@ TEST_F(FaultStoreTest, ForwardsEverythingWithoutRules) {
 TEST_F(FaultStoreTest, TheThirdReplaceUnderInstancesFails) {
   const RuleId rule = store
                           ->add({.ops = {StoreOp::replace},
-                                 .under = K("instances"),
+                                 .under = key("instances"),
                                  .first = 3,
                                  .times = 1,
                                  .fault = {.kind = FaultKind::fail, .code = Errc::permission}})
                           .value();
-  ASSERT_TRUE(store->replace(K("other/x"), "x"));  // not under instances/: not counted
-  ASSERT_TRUE(store->replace(K("instances/a"), "1"));
-  ASSERT_TRUE(store->replace(K("instances/b"), "1"));
-  auto third = store->replace(K("instances/c"), "1");
+  ASSERT_TRUE(store->replace(key("other/x"), "x"));  // not under instances/: not counted
+  ASSERT_TRUE(store->replace(key("instances/a"), "1"));
+  ASSERT_TRUE(store->replace(key("instances/b"), "1"));
+  auto third = store->replace(key("instances/c"), "1");
   ASSERT_FALSE(third);
   EXPECT_EQ(third.error().code, Errc::permission);
   EXPECT_NE(third.error().message.find("instances/c"), std::string::npos);
-  EXPECT_FALSE(memory->get(K("instances/c")));         // a failure never reaches the store
-  EXPECT_TRUE(store->replace(K("instances/c"), "1"));  // only once
+  EXPECT_FALSE(memory->get(key("instances/c")));         // a failure never reaches the store
+  EXPECT_TRUE(store->replace(key("instances/c"), "1"));  // only once
   EXPECT_EQ(store->matched(rule), 4u);
   ASSERT_EQ(store->injections().size(), 1u);
-  EXPECT_EQ(store->injections()[0].key, K("instances/c"));
+  EXPECT_EQ(store->injections()[0].key, key("instances/c"));
   EXPECT_EQ(store->injections()[0].op, StoreOp::replace);
 }
 
 TEST_F(FaultStoreTest, TimesZeroMeansForeverAndHealStops) {
   ASSERT_TRUE(store->add({.ops = {StoreOp::get}, .fault = {.code = Errc::unavailable}}));
-  for (int i = 0; i < 5; ++i) EXPECT_FALSE(store->get(K("k")));
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(store->get(key("k")));
   store->heal();
-  EXPECT_EQ(store->get(K("k")).error().code, Errc::not_found);
+  EXPECT_EQ(store->get(key("k")).error().code, Errc::not_found);
 }
 
 TEST_F(FaultStoreTest, RemoveRuleStopsOneRule) {
@@ -69,8 +70,8 @@ TEST_F(FaultStoreTest, RemoveRuleStopsOneRule) {
   const RuleId b = store->add({.ops = {StoreOp::list}, .fault = {.code = Errc::timeout}}).value();
   EXPECT_TRUE(store->remove_rule(a));
   EXPECT_FALSE(store->remove_rule(a));
-  EXPECT_EQ(store->get(K("k")).error().code, Errc::not_found);
-  EXPECT_EQ(store->list(K("k")).error().code, Errc::timeout);
+  EXPECT_EQ(store->get(key("k")).error().code, Errc::not_found);
+  EXPECT_EQ(store->list(key("k")).error().code, Errc::timeout);
   EXPECT_EQ(store->matched(b), 1u);
 }
 
@@ -78,8 +79,8 @@ std::vector<std::uint64_t> injected_calls(std::uint64_t seed) {
   auto s = make_fault_store(make_memory_store(), {.seed = seed});
   (void)s->add({.probability = 0.3, .fault = {.code = Errc::unavailable}});
   for (int i = 0; i < 200; ++i) {
-    (void)s->replace(K("instances/k" + std::to_string(i % 7)), "x");
-    (void)s->get(K("instances/k" + std::to_string(i % 5)));
+    (void)s->replace(key("instances/k" + std::to_string(i % 7)), "x");
+    (void)s->get(key("instances/k" + std::to_string(i % 5)));
   }
   std::vector<std::uint64_t> out;
   for (const auto& inj : s->injections()) out.push_back(inj.call);
@@ -99,49 +100,49 @@ TEST_F(FaultStoreTest, TimeoutWaitsOnTheInjectedClockAndDoesNotTouchTheStore) {
   ASSERT_TRUE(
       store->add({.ops = {StoreOp::create}, .fault = {.kind = FaultKind::timeout, .delay = 7s}}));
   const MonoTime before = clock->monotonic();
-  auto r = store->create(K("instances/a"), "1");
+  auto r = store->create(key("instances/a"), "1");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Errc::timeout);
   EXPECT_EQ(clock->monotonic() - before, 7s);
-  EXPECT_FALSE(memory->get(K("instances/a")));
+  EXPECT_FALSE(memory->get(key("instances/a")));
 }
 
 TEST_F(FaultStoreTest, DelayMovesVirtualTimeThenForwards) {
   ASSERT_TRUE(
       store->add({.ops = {StoreOp::replace}, .fault = {.kind = FaultKind::delay, .delay = 250ms}}));
   const MonoTime before = clock->monotonic();
-  ASSERT_TRUE(store->replace(K("instances/a"), "1"));
+  ASSERT_TRUE(store->replace(key("instances/a"), "1"));
   EXPECT_EQ(clock->monotonic() - before, 250ms);
-  EXPECT_EQ(memory->get(K("instances/a"))->data, "1");
+  EXPECT_EQ(memory->get(key("instances/a"))->data, "1");
 }
 
 TEST_F(FaultStoreTest, LostReplyAppliesTheWriteButReportsFailure) {
   ASSERT_TRUE(
       store->add({.ops = {StoreOp::replace, StoreOp::remove},
                   .fault = {.kind = FaultKind::lost_reply, .code = Errc::timeout, .delay = 1s}}));
-  auto w = store->replace(K("instances/a"), "1");
+  auto w = store->replace(key("instances/a"), "1");
   ASSERT_FALSE(w);
   EXPECT_EQ(w.error().code, Errc::timeout);
-  EXPECT_EQ(memory->get(K("instances/a"))->data, "1");
-  auto r = store->remove(K("instances/a"));
+  EXPECT_EQ(memory->get(key("instances/a"))->data, "1");
+  auto r = store->remove(key("instances/a"));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Errc::timeout);
-  EXPECT_FALSE(memory->get(K("instances/a")));
+  EXPECT_FALSE(memory->get(key("instances/a")));
 }
 
 TEST_F(FaultStoreTest, LostReplyOnLockOperations) {
   ASSERT_TRUE(
       store->add({.ops = {StoreOp::lock}, .times = 1, .fault = {.kind = FaultKind::lost_reply}}));
-  auto token = store->lock(K("instances.lock"), 10s, "me");
+  auto token = store->lock(key("instances.lock"), 10s, "me");
   ASSERT_FALSE(token);
   EXPECT_EQ(token.error().code, Errc::unavailable);
   // The lock was taken anyway: a retry finds it held.
-  EXPECT_EQ(store->lock(K("instances.lock"), 10s, "me").error().code, Errc::locked);
+  EXPECT_EQ(store->lock(key("instances.lock"), 10s, "me").error().code, Errc::locked);
 }
 
 TEST_F(FaultStoreTest, EveryOperationCanFail) {
   ASSERT_TRUE(store->add({.fault = {.code = Errc::unavailable}}));
-  const Key k = K("instances/a");
+  const Key k = key("instances/a");
   EXPECT_FALSE(store->get(k));
   EXPECT_FALSE(store->create(k, "x"));
   EXPECT_FALSE(store->replace(k, "x"));
@@ -157,7 +158,7 @@ TEST_F(FaultStoreTest, EveryOperationCanFail) {
 }
 
 TEST_F(FaultStoreTest, StaleGetReturnsThePreviousVersion) {
-  const Key k = K("instances/a");
+  const Key k = key("instances/a");
   ASSERT_TRUE(store->replace(k, "v1"));
   ASSERT_TRUE(store->replace(k, "v2"));
   ASSERT_TRUE(
@@ -169,14 +170,14 @@ TEST_F(FaultStoreTest, StaleGetReturnsThePreviousVersion) {
 }
 
 TEST_F(FaultStoreTest, StaleGetOfAFreshDocumentIsNotFound) {
-  const Key k = K("instances/a");
+  const Key k = key("instances/a");
   ASSERT_TRUE(store->create(k, "v1"));
   ASSERT_TRUE(store->add({.ops = {StoreOp::get}, .fault = {.kind = FaultKind::stale_read}}));
   EXPECT_EQ(store->get(k).error().code, Errc::not_found);
 }
 
 TEST_F(FaultStoreTest, StaleGetLearnsOfWritesMadeBehindItsBack) {
-  const Key k = K("instances/a");
+  const Key k = key("instances/a");
   ASSERT_TRUE(memory->replace(k, "v1"));
   EXPECT_EQ(store->get(k)->data, "v1");
   ASSERT_TRUE(memory->replace(k, "v2"));  // not through the wrapper
@@ -185,7 +186,7 @@ TEST_F(FaultStoreTest, StaleGetLearnsOfWritesMadeBehindItsBack) {
 }
 
 TEST_F(FaultStoreTest, StaleGetOfARemovedDocumentReturnsItsLastBytes) {
-  const Key k = K("instances/a");
+  const Key k = key("instances/a");
   ASSERT_TRUE(memory->replace(k, "v1"));  // existed before the wrapper saw it
   ASSERT_TRUE(store->remove(k));
   ASSERT_TRUE(store->add({.ops = {StoreOp::get}, .fault = {.kind = FaultKind::stale_read}}));
@@ -193,20 +194,20 @@ TEST_F(FaultStoreTest, StaleGetOfARemovedDocumentReturnsItsLastBytes) {
 }
 
 TEST_F(FaultStoreTest, StaleListingUndoesTheLastChangeUnderThePrefix) {
-  ASSERT_TRUE(store->replace(K("instances/a"), "1"));
-  ASSERT_TRUE(store->replace(K("instances/b"), "1"));
-  ASSERT_TRUE(store->replace(K("elsewhere/c"), "1"));  // not under the prefix
+  ASSERT_TRUE(store->replace(key("instances/a"), "1"));
+  ASSERT_TRUE(store->replace(key("instances/b"), "1"));
+  ASSERT_TRUE(store->replace(key("elsewhere/c"), "1"));  // not under the prefix
   ASSERT_TRUE(store->add({.ops = {StoreOp::list}, .fault = {.kind = FaultKind::stale_read}}));
-  EXPECT_EQ(*store->list(K("instances")), std::vector<Key>{K("instances/a")});
-  ASSERT_TRUE(store->remove(K("instances/a")));
-  auto keys = *store->list(K("instances"));
+  EXPECT_EQ(*store->list(key("instances")), std::vector<Key>{key("instances/a")});
+  ASSERT_TRUE(store->remove(key("instances/a")));
+  auto keys = *store->list(key("instances"));
   std::sort(keys.begin(), keys.end());
-  EXPECT_EQ(keys, (std::vector<Key>{K("instances/a"), K("instances/b")}));
+  EXPECT_EQ(keys, (std::vector<Key>{key("instances/a"), key("instances/b")}));
 }
 
 TEST_F(FaultStoreTest, CorruptionMakesARecordUndecodable) {
   const Record rec{.id = "a", .started_at = clock->wall(), .expires_at = clock->wall() + 10s};
-  const Key k = K("instances/a");
+  const Key k = key("instances/a");
   ASSERT_TRUE(store->replace(k, encode_record(rec)));
   ASSERT_TRUE(decode_record(store->get(k)->data));
   for (Corruption how : {Corruption::flip, Corruption::truncate}) {
@@ -247,8 +248,8 @@ TEST_F(FaultStoreTest, KeyFilterAndTheFirstRuleThatFiresDecides) {
                           .when = [](const Key& k) { return k.leaf() == "b"; },
                           .fault = {.code = Errc::permission}}));
   ASSERT_TRUE(store->add({.ops = {StoreOp::get}, .fault = {.code = Errc::timeout}}));
-  EXPECT_EQ(store->get(K("instances/a")).error().code, Errc::timeout);
-  EXPECT_EQ(store->get(K("instances/b")).error().code, Errc::permission);
+  EXPECT_EQ(store->get(key("instances/a")).error().code, Errc::timeout);
+  EXPECT_EQ(store->get(key("instances/b")).error().code, Errc::permission);
 }
 
 TEST(FaultStoreThreads, ConcurrentCallsAreCountedAndInjectedConsistently) {
@@ -262,7 +263,7 @@ TEST(FaultStoreThreads, ConcurrentCallsAreCountedAndInjectedConsistently) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kCalls; ++i) {
-        const Key k = K("instances/t" + std::to_string(t));
+        const Key k = key("instances/t" + std::to_string(t));
         if (!store->replace(k, std::to_string(i))) ++failures;
         (void)store->get(k);
       }

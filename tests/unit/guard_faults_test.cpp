@@ -15,13 +15,14 @@
 #include "instance/stores/faults.hpp"
 #include "instance/stores/memory.hpp"
 #include "instance/testing.hpp"
+#include "support/test_support.hpp"
 
 namespace instance {
 namespace {
 
 using namespace std::chrono_literals;
 
-Key K(std::string_view s) { return Key::parse(s).value(); }
+using testing::key;
 
 struct ModeCase {
   const char* name;
@@ -100,8 +101,8 @@ class Run {
                                          std::shared_ptr<Store> s = nullptr) {
     return Guard::create(s ? s : store_, options(id)).value().claim();
   }
-  void put(std::string_view key, std::string_view bytes) {
-    ASSERT_TRUE(store_->replace(K(key), bytes));
+  void put(std::string_view name, std::string_view bytes) {
+    ASSERT_TRUE(store_->replace(key(name), bytes));
   }
   Record record(const std::string& id, Duration expires_in) {
     return Record{.id = id,
@@ -112,12 +113,12 @@ class Run {
                   .boot_id = "other-boot",
                   .pid_ns = "pidns"};
   }
-  std::optional<std::string> bytes(std::string_view key) {
-    auto doc = memory_->get(K(key));
+  std::optional<std::string> bytes(std::string_view name) {
+    auto doc = memory_->get(key(name));
     return doc ? std::optional(doc->data) : std::nullopt;
   }
   std::string lease_holder() {
-    auto doc = memory_->get(K("instances.lease"));
+    auto doc = memory_->get(key("instances.lease"));
     if (!doc) return "";
     auto j = nlohmann::json::parse(doc->data, nullptr, false);
     if (j.is_discarded() || j.value("released", false)) return "";
@@ -125,8 +126,8 @@ class Run {
   }
   bool lock_held() {
     if (!mode_.lease_clock) return false;
-    auto token = memory_->lock(K("instances.lock"), 1s, "probe");
-    if (token) (void)memory_->unlock(K("instances.lock"), *token);  // free: leave it so
+    auto token = memory_->lock(key("instances.lock"), 1s, "probe");
+    if (token) (void)memory_->unlock(key("instances.lock"), *token);  // free: leave it so
     return !token && token.error().code == Errc::locked;
   }
 
@@ -204,7 +205,7 @@ class Sweep {
       r.put("instances/u", "not json");
       must_survive["instances/u"] = "not json";
     }
-    const auto key = std::make_pair(std::string(m.name), std::string(name(sc.phase)));
+    const auto cell = std::make_pair(std::string(m.name), std::string(name(sc.phase)));
     std::array<std::uint64_t, kStoreOpCount> before{};
     for (int op = 0; op < kStoreOpCount; ++op) before[op] = r.store_->calls(StoreOp(op));
     const bool lock_was_held = r.lock_held();
@@ -229,10 +230,10 @@ class Sweep {
     const auto injected = r.store_->injections();
     const bool fired = !injected.empty();
     for (int op = 0; op < kStoreOpCount; ++op) {
-      if (r.store_->calls(StoreOp(op)) > before[op]) used[key].insert(StoreOp(op));
+      if (r.store_->calls(StoreOp(op)) > before[op]) used[cell].insert(StoreOp(op));
     }
     for (const Injection& inj : injected) {
-      if (inj.kind == FaultKind::fail) failed[key].insert(inj.op);
+      if (inj.kind == FaultKind::fail) failed[cell].insert(inj.op);
     }
     r.store_->heal();
 
@@ -258,7 +259,7 @@ class Sweep {
     if (b && b->status() == ClaimStatus::held) {
       // The holder must be visible to every other guard: a clean contender
       // is refused (unreadable records, which refuse anyway, removed first).
-      (void)r.memory_->remove(K("instances/u"));
+      (void)r.memory_->remove(key("instances/u"));
       if (auto c = r.claim("c", r.memory_)) {
         violation("b holds, yet a clean contender c was granted too");
         (void)c->stand_down();
@@ -338,15 +339,15 @@ TEST(GuardFaults, NoFaultGrantsAClaimBesideALiveHolderOrDeletesALiveRecord) {
   }
   for (const auto& v : sweep.violations) ADD_FAILURE() << v;
   // Every operation each phase uses was made to fail at least once.
-  for (const auto& [key, ops] : sweep.used) {
+  for (const auto& [cell, ops] : sweep.used) {
     for (StoreOp op : ops) {
-      EXPECT_TRUE(sweep.failed[key].contains(op))
-          << key.first << " " << key.second << ": " << to_string(op) << " never failed";
+      EXPECT_TRUE(sweep.failed[cell].contains(op))
+          << cell.first << " " << cell.second << ": " << to_string(op) << " never failed";
     }
   }
   // What the sweep covered, for the record (RELIABILITY.md quotes it).
   std::size_t used_ops = 0;
-  for (const auto& [key, ops] : sweep.used) used_ops += ops.size();
+  for (const auto& [cell, ops] : sweep.used) used_ops += ops.size();
   std::cout << "[ sweep    ] " << sweep.runs << " runs, " << used_ops
             << " (mode, phase, operation) triples made to fail; tolerated stale-read outcomes:\n";
   for (const auto& t : tolerated_runs) std::cout << "[ stale    ] " << t << "\n";

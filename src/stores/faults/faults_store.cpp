@@ -67,16 +67,6 @@ bool same_state(const DocState& a, const DocState& b) {
   return a->data == b->data;
 }
 
-struct KeyHistory {
-  DocState current;
-  std::optional<DocState> previous;  // unset: nothing earlier is known
-};
-
-struct Membership {
-  Key key;
-  bool created = false;  // false: removed
-};
-
 constexpr std::size_t kMaxMembershipLog = 4096;
 
 std::string what(StoreOp op, const Key& key, const Store& store, std::string_view detail) {
@@ -100,6 +90,17 @@ std::string corrupt(std::string data, Corruption how, std::uint64_t random) {
 }  // namespace
 
 struct FaultStore::State {
+  // Nested, not in the anonymous namespace: a member's type must not have
+  // internal linkage when this file is compiled inside a unity batch.
+  struct KeyHistory {
+    DocState current;
+    std::optional<DocState> previous;  // unset: nothing earlier is known
+  };
+  struct Membership {
+    Key key;
+    bool created = false;  // false: removed
+  };
+
   explicit State(FaultOptions o)
       : clock(o.clock ? std::move(o.clock) : system_clock()), rng(o.seed) {}
 
