@@ -67,7 +67,7 @@ TEST(Cs3Secrets, NoSecretOrTokenInAnyLogLineErrorOrRecord) {
   ASSERT_TRUE(claim.has_value()) << claim.error().error.message;
   ASSERT_TRUE(claim->stand_down());
 
-  const auto lines = logger->lines();
+  const auto lines = logger->formatted();
   texts.insert(texts.end(), lines.begin(), lines.end());
   ASSERT_GT(texts.size(), 20u);
   auto secrets = gateway.tokens_issued();

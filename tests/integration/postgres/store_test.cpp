@@ -11,6 +11,7 @@
 #include "instance/logger.hpp"
 #include "instance/testing.hpp"
 #include "server.hpp"
+#include "support/test_support.hpp"
 
 namespace instance::testing {
 namespace {
@@ -18,25 +19,6 @@ namespace {
 using namespace std::chrono_literals;
 
 Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
-
-// Keeps every line, at every level.
-class CapturingLogger final : public Logger {
- public:
-  void log(LogLevel level, std::string_view message, std::span<const LogField> fields) override {
-    std::string line = std::string(to_string(level)) + " " + std::string(message);
-    for (const auto& f : fields) line += " " + f.key + "=" + f.value;
-    std::lock_guard lock(mu_);
-    lines_.push_back(std::move(line));
-  }
-  std::vector<std::string> lines() const {
-    std::lock_guard lock(mu_);
-    return lines_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::string> lines_;
-};
 
 class PostgresStoreTest : public ::testing::Test {
  protected:
@@ -132,7 +114,7 @@ TEST_F(PostgresStoreTest, ClientClocksDoNotMatterButSkewIsReported) {
   EXPECT_EQ(store_->lock(key("instances.lock"), 60s, "b").error().code, Errc::locked);
   ASSERT_TRUE(skewed->get(key("none")).error().code == Errc::not_found);
   int warnings = 0;
-  for (const auto& line : logger->lines()) {
+  for (const auto& line : logger->formatted()) {
     if (line.starts_with("warn ") && line.find("clock") != std::string::npos) ++warnings;
   }
   EXPECT_EQ(warnings, 1);
@@ -274,10 +256,7 @@ TEST_F(PostgresStoreTest, ReconnectsAfterARestartAndKeepsTheLease) {
 // Credentials: the `guard` role needs its password; it never shows.
 PostgresStoreOptions as_guard(const std::string& table, std::string password,
                               std::shared_ptr<Logger> logger) {
-  auto options = test_options(table);
-  std::erase_if(options.params, [](const auto& p) { return p.first == "user"; });
-  options.params.emplace_back("user", std::string(PostgresServer::kUser));
-  options.password = std::move(password);
+  auto options = guard_options(table, std::move(password));
   options.logger = std::move(logger);
   return options;
 }
@@ -301,7 +280,7 @@ TEST_F(PostgresStoreTest, ThePasswordWorksAndNeverShows) {
   for (const std::string& secret : {password, wrong}) {
     EXPECT_EQ(r.error().message.find(secret), std::string::npos);
     EXPECT_EQ(bad->describe().find(secret), std::string::npos);
-    for (const auto& line : logger->lines())
+    for (const auto& line : logger->formatted())
       EXPECT_EQ(line.find(secret), std::string::npos) << line;
   }
 }

@@ -381,7 +381,7 @@ TEST(LeaseAuth, NoSecretInLeaseErrorsOrLogs) {
       texts.push_back(s->unlock(kLease, "opaquelocktoken:1").error().message);
     }
   }
-  for (const auto& line : logger->lines()) texts.push_back(line);
+  for (const auto& line : logger->formatted()) texts.push_back(line);
   ASSERT_FALSE(texts.empty());
   for (const auto& text : texts) {
     EXPECT_EQ(text.find(kPassword), std::string::npos) << text;

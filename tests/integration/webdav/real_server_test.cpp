@@ -276,7 +276,7 @@ TEST_P(RealServer, NestedKeysCreateEachFolderOnce) {
   ASSERT_TRUE(s->replace(key("a/b/c/e"), "2"));
   ASSERT_TRUE(s->replace(key("a/b/x/f"), "3"));
   std::multiset<std::string> mkcols;
-  for (const auto& line : logger_->lines()) {
+  for (const auto& line : logger_->formatted()) {
     if (line.find("method=MKCOL") != std::string::npos) {
       const auto url = line.substr(line.find("url="));
       mkcols.insert(url.substr(0, url.find(' ')));
@@ -365,13 +365,10 @@ TEST(ApacheConnections, ServerLogSeesOneClientConnection) {
   EXPECT_EQ(ports.size(), 1u) << lines << " requests";
 }
 
-const std::string kUser = "guard";
-const std::string kPassword = "pw-Zq8#s3cr3t";
+const std::string kUser = kAuthUser;
+const std::string kPassword = kAuthPassword;
 
-WebDavServer& apache_with_auth() {
-  return WebDavServer::get("apache-auth",
-                           {.kind = ServerKind::apache, .user = kUser, .password = kPassword});
-}
+WebDavServer& apache_with_auth() { return WebDavServer::apache_with_auth(); }
 
 TEST(ApacheAuth, RightCredentialsWork) {
   auto& server = apache_with_auth();
@@ -460,7 +457,7 @@ TEST(ApacheAuth, NoSecretInAnyLogLineOrErrorAtAnyLevel) {
   texts.push_back((*opened)->describe());
   ASSERT_TRUE((*opened)->replace(key("instances/b"), "1"));
 
-  const auto lines = logger->lines();
+  const auto lines = logger->formatted();
   EXPECT_FALSE(logger->lines_at(LogLevel::debug).empty());
   EXPECT_FALSE(logger->lines_at(LogLevel::warn).empty());
   texts.insert(texts.end(), lines.begin(), lines.end());
