@@ -489,6 +489,11 @@ TEST_P(StoreContract, LeasesAreNeitherDocumentsNorListed) {
   EXPECT_EQ(store().get(kLease).error().code, Errc::not_found);
   EXPECT_EQ(store().get(key("instances/b")).error().code, Errc::not_found);
   EXPECT_EQ(store().get(key("instances/a"))->data, "{}");
+  // A document under a locked key is independent of the lock.
+  ASSERT_TRUE(store().replace(kLease, "doc"));
+  EXPECT_EQ(store().get(kLease)->data, "doc");
+  ASSERT_TRUE(store().refresh_lock(kLease, *outer, 30s));
+  ASSERT_TRUE(store().remove(kLease));
   ASSERT_TRUE(store().unlock(kLease, *outer));
   ASSERT_TRUE(store().unlock(key("instances/b"), *inner));
   EXPECT_EQ(names(store().list(Key()).value()), std::vector<std::string>{"instances/a"});

@@ -9,12 +9,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr const char* kPassword = "Redis-Contract-Pw-4f2a";
+constexpr const char* kPassword = RedisServer::kPassword;
 
-RedisServer& server() {
-  static RedisServer with_password({.password = kPassword});
-  return with_password;
-}
+RedisServer& server() { return RedisServer::with_password(); }
 
 RedisStoreOptions options_on(const StoreEnv& env) {
   auto options = server().options();

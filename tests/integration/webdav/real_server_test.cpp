@@ -370,18 +370,6 @@ const std::string kPassword = kAuthPassword;
 
 WebDavServer& apache_with_auth() { return WebDavServer::apache_with_auth(); }
 
-TEST(ApacheAuth, RightCredentialsWork) {
-  auto& server = apache_with_auth();
-  ASSERT_TRUE(server.running());
-  auto options = options_for(server);
-  options.auth = WebDavAuth::basic;
-  options.user = kUser;
-  options.secret = kPassword;
-  auto s = make_store(options);
-  ASSERT_TRUE(s->replace(key("instances/a"), "1"));
-  EXPECT_EQ(s->get(key("instances/a"))->data, "1");
-}
-
 TEST(ApacheAuth, WrongOrMissingCredentialsArePermissionErrors) {
   auto& server = apache_with_auth();
   ASSERT_TRUE(server.running());
@@ -414,35 +402,26 @@ TEST(ApacheAuth, WrongOrMissingCredentialsArePermissionErrors) {
   EXPECT_EQ(r.error().code, Errc::permission);
 }
 
+// Every store operation with the right and a wrong password is the store
+// contract's (NoCredentialInAnyMessageOrLogLine/apache). Here: the debug and
+// warning paths (a client clock far off), open_store with the credentials
+// from the environment, and the records on the server's disk.
 TEST(ApacheAuth, NoSecretInAnyLogLineOrErrorAtAnyLevel) {
   auto& server = apache_with_auth();
   ASSERT_TRUE(server.running());
   auto logger = std::make_shared<CapturingLogger>();
   std::vector<std::string> texts;
-  for (const std::string& password : {kPassword, std::string("wrong-Pw-77x")}) {
-    auto options = options_for(server);
-    options.auth = WebDavAuth::basic;
-    options.user = kUser;
-    options.secret = password;
-    options.logger = logger;
-    options.clock = std::make_shared<FakeClock>();  // provoke the skew warning too
-    options.retry_deadline = milliseconds(200);
-    auto s = make_store(options);
-    texts.push_back(s->describe());
-    s->capabilities();
-    auto record = [&](const auto& r) {
-      if (!r) texts.push_back(r.error().message);
-    };
-    record(s->replace(key("instances/a"), R"({"id":"a"})"));
-    record(s->create(key("instances/a"), "again"));
-    record(s->get(key("instances/a")));
-    record(s->get(key("instances/none")));
-    record(s->list(key("instances")));
-    record(s->replace_if(key("instances/a"), "x", "\"bogus\""));
-    record(s->remove_if(key("instances/a"), "\"bogus\""));
-    record(s->remove(key("instances/a")));
-    record(s->remove(key("instances/a")));
-  }
+  auto options = options_for(server);
+  options.auth = WebDavAuth::basic;
+  options.user = kUser;
+  options.secret = kPassword;
+  options.logger = logger;
+  options.clock = std::make_shared<FakeClock>();  // provoke the skew warning too
+  auto s = make_store(options);
+  texts.push_back(s->describe());
+  s->capabilities();
+  ASSERT_TRUE(s->replace(key("instances/a"), R"({"id":"a"})"));
+  if (auto r = s->create(key("instances/a"), "again"); !r) texts.push_back(r.error().message);
   // The same through open_store, credentials from the environment.
   OpenOptions open;
   open.logger = logger;
@@ -461,10 +440,9 @@ TEST(ApacheAuth, NoSecretInAnyLogLineOrErrorAtAnyLevel) {
   EXPECT_FALSE(logger->lines_at(LogLevel::debug).empty());
   EXPECT_FALSE(logger->lines_at(LogLevel::warn).empty());
   texts.insert(texts.end(), lines.begin(), lines.end());
-  ASSERT_GT(texts.size(), 20u);
+  ASSERT_GT(texts.size(), 5u);
   for (const auto& text : texts) {
     EXPECT_EQ(text.find(kPassword), std::string::npos) << text;
-    EXPECT_EQ(text.find("wrong-Pw-77x"), std::string::npos) << text;
     EXPECT_EQ(text.find("Authorization"), std::string::npos) << text;
     EXPECT_EQ(text.find("Basic "), std::string::npos) << text;
   }
