@@ -36,7 +36,7 @@ INSTANTIATE_TEST_SUITE_P(
             [](const StoreEnv& env) {
               auto options = options_on(env);
               options.gateway = "127.0.0.1:" + std::to_string(free_port());
-              options.retry_deadline = 200ms;
+              options.retry_deadline = 100ms;
               return make_store(options);
             },
         .issued_secrets = [] { return shared_gateway().tokens_issued(); }}),

@@ -49,7 +49,7 @@ INSTANTIATE_TEST_SUITE_P(
                                 {"port", std::to_string(free_port())},
                                 {"dbname", "guard"},
                                 {"user", std::string(PostgresServer::kUser)}};
-              options.retry_deadline = 300ms;
+              options.retry_deadline = 100ms;
               return test_store(options);
             }}),
     [](const auto& param_info) { return param_info.param.name; });

@@ -41,7 +41,7 @@ INSTANTIATE_TEST_SUITE_P(
             [](const StoreEnv& env) {
               auto options = options_on(env);
               options.port = free_port();
-              options.retry_deadline = 200ms;
+              options.retry_deadline = 100ms;
               return make_redis_store(options).value();
             }}),
     [](const auto& param_info) { return param_info.param.name; });

@@ -30,7 +30,7 @@ StoreFactory on(std::string name, WebDavServer& (*server)()) {
           .unreachable = [server](const StoreEnv& env) {
             auto options = options_on(server(), env);
             options.base_url = "http://127.0.0.1:" + std::to_string(free_port()) + "/dav";
-            options.retry_deadline = 200ms;
+            options.retry_deadline = 100ms;
             return make_store(options);
           }};
 }
