@@ -1,5 +1,5 @@
-// Shared helpers for the CS3 tests: stores on a gateway test double, and a
-// logger that keeps every line.
+// Shared helpers for the CS3 tests: stores on a gateway test double (the
+// logger that keeps every line is support/test_support.hpp's).
 #pragma once
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
-// Shared helpers for the WebDAV tests: stores on the test servers and a
-// logger that keeps every line.
+// Shared helpers for the WebDAV tests: stores on the test servers (the
+// logger that keeps every line is support/test_support.hpp's).
 #pragma once
 
 #include <memory>
