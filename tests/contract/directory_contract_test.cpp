@@ -1,5 +1,7 @@
 // The store contract, run against the directory store: every test gets a
-// fresh store on a new temporary root, removed when the store is destroyed.
+// fresh temporary root (not created yet: the store must create it on first
+// write), removed when the test's last store is gone. Its leases are OFD
+// locks: they end with their holder, never on a clock.
 #include <filesystem>
 #include <memory>
 #include <utility>
@@ -11,29 +13,32 @@
 namespace instance::testing {
 namespace {
 
-// A directory store that owns (and finally removes) its temporary root.
-class TempRootStore final : public StoreWrapper {
+// A directory store that keeps its temporary root alive.
+class Rooted final : public StoreWrapper {
  public:
-  TempRootStore(std::shared_ptr<Store> target, TempDir dir)
+  Rooted(std::shared_ptr<Store> target, std::shared_ptr<TempDir> dir)
       : StoreWrapper(std::move(target)), dir_(std::move(dir)) {}
 
  private:
-  TempDir dir_;
+  std::shared_ptr<TempDir> dir_;
 };
 
-std::shared_ptr<Store> make_temp_directory_store() {
-  TempDir dir;
-  // A root that does not exist yet: the store must create it on first write.
-  auto store = make_directory_store({.root = dir.path() / "store"});
-  if (!store) {
-    ADD_FAILURE() << store.error().message;
-    return nullptr;
-  }
-  return std::make_shared<TempRootStore>(std::move(*store), std::move(dir));
+StoreOpener temp_directory(const StoreEnv&) {
+  auto dir = std::make_shared<TempDir>();
+  return [dir]() -> std::shared_ptr<Store> {
+    auto store = make_directory_store({.root = dir->path() / "store"});
+    if (!store) {
+      ADD_FAILURE() << store.error().message;
+      return nullptr;
+    }
+    return std::make_shared<Rooted>(std::move(*store), dir);
+  };
 }
 
 INSTANTIATE_TEST_SUITE_P(Directory, StoreContract,
-                         ::testing::Values(StoreFactory{"directory", make_temp_directory_store}),
+                         ::testing::Values(StoreFactory{.name = "directory",
+                                                        .place = temp_directory,
+                                                        .lease_end = LeaseEnd::holder}),
                          [](const auto& p) { return p.param.name; });
 
 }  // namespace

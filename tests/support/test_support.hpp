@@ -18,17 +18,21 @@ namespace instance::testing {
 // The key `escaped` names; the test stops with an exception when it is not one.
 inline Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
 
+// Keeps every log line, at every level.
 class CapturingLogger final : public Logger {
  public:
   struct Line {
     LogLevel level;
     std::string message;
     std::vector<LogField> fields;
+    // "message k=v ..."
     std::string text() const {
       std::string out = message;
       for (const auto& f : fields) out += " " + f.key + "=" + f.value;
       return out;
     }
+    // "level message k=v ..."
+    std::string formatted() const { return std::string(to_string(level)) + " " + text(); }
   };
   void log(LogLevel level, std::string_view message, std::span<const LogField> fields) override {
     std::lock_guard lock(mu_);
@@ -37,6 +41,20 @@ class CapturingLogger final : public Logger {
   std::vector<Line> lines() const {
     std::lock_guard lock(mu_);
     return lines_;
+  }
+  // Every line as "level message k=v ...".
+  std::vector<std::string> formatted() const {
+    std::vector<std::string> out;
+    for (const auto& l : lines()) out.push_back(l.formatted());
+    return out;
+  }
+  // The lines at `level`, formatted.
+  std::vector<std::string> lines_at(LogLevel level) const {
+    std::vector<std::string> out;
+    for (const auto& l : lines()) {
+      if (l.level == level) out.push_back(l.formatted());
+    }
+    return out;
   }
   bool contains(std::string_view needle) const {
     for (const auto& l : lines()) {

@@ -54,10 +54,13 @@ inline bool parent_missing(const net::Response& r, Condition condition) {
          (r.status == 409 || (r.status == 404 && condition.kind != Condition::match));
 }
 
-// A version this store could have handed out: an ETag is non-empty printable
-// ASCII. Anything else cannot match (and must never reach a header).
+// A version this store could have handed out: an entity tag, "..." or
+// W/"...", of printable ASCII. Anything else cannot match and must never
+// reach a header: If-Match: * matches every existing document, and sabre/dav
+// skips an If-Match of 0 altogether (PHP reads "0" as false).
 inline bool plausible_version(std::string_view version) {
-  if (version.empty()) return false;
+  if (version.starts_with("W/")) version.remove_prefix(2);
+  if (version.size() < 2 || !version.starts_with('"') || !version.ends_with('"')) return false;
   for (unsigned char c : version) {
     if (c < 0x20 || c >= 0x7F) return false;
   }

@@ -215,6 +215,14 @@ Result<void> WebDavStore::send_refresh(std::string_view op, const Key& key, cons
   const Sent sent = send(std::move(request));
   const auto& r = sent.response;
   if (r.success()) {
+    // A server that forgot the lock (nginx, once it was unlocked or expired)
+    // takes a new one instead, under a token of its own: ours is lost.
+    // Release that one at once rather than leave it blocking others.
+    if (const std::string fresh(unbracket(r.header("Lock-Token")));
+        !fresh.empty() && fresh != token) {
+      (void)send_unlock(op, key, at, fresh);
+      return gone(Errc::conflict, "the server no longer knows the token (it granted a new lock)");
+    }
     const auto active = parse_lock_discovery(r.body, token);
     grants_.remember(token, granted_of(active ? active->timeout : std::string_view{}, ttl));
     return {};

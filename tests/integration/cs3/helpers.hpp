@@ -1,5 +1,5 @@
-// Shared helpers for the CS3 tests: stores on a gateway test double, and a
-// logger that keeps every line.
+// Shared helpers for the CS3 tests: stores on a gateway test double (the
+// logger that keeps every line is support/test_support.hpp's).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,29 +16,11 @@
 #include "instance/logger.hpp"
 #include "instance/store.hpp"
 #include "instance/stores/cs3.hpp"
+#include "support/test_support.hpp"
 
 namespace instance::testing {
 
 inline Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
-
-// Keeps every line, at every level, as "level message k=v ...".
-class CapturingLogger final : public Logger {
- public:
-  void log(LogLevel level, std::string_view message, std::span<const LogField> fields) override {
-    std::string line = std::string(to_string(level)) + " " + std::string(message);
-    for (const auto& f : fields) line += " " + f.key + "=" + f.value;
-    std::lock_guard lock(mu_);
-    lines_.push_back(std::move(line));
-  }
-  std::vector<std::string> lines() const {
-    std::lock_guard lock(mu_);
-    return lines_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::string> lines_;
-};
 
 // A folder name no other test in this double uses.
 inline std::string fresh_folder() {

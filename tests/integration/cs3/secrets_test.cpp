@@ -1,6 +1,8 @@
 // No service account secret, access token or transfer token in any error
-// message, log line (at every level), describe() or stored document: the
-// CS3 part of the WebDAV store's secrets test.
+// message, log line (at every level), describe() or stored document, beyond
+// the store contract (every operation with the right and a wrong secret):
+// tokens that expire and are fetched again, the clock skew warning, a
+// guard's claim through open_store, and what the gateway stored.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -19,15 +21,13 @@ using std::chrono::milliseconds;
 
 TEST(Cs3Secrets, NoSecretOrTokenInAnyLogLineErrorOrRecord) {
   GatewayDouble gateway({.too_early = milliseconds(1)});
-  const std::string wrong = "wrong-Sa-7q7q";
   auto logger = std::make_shared<CapturingLogger>();
   std::vector<std::string> texts;
   auto record = [&](const auto& r) {
     if (!r) texts.push_back(r.error().message);
   };
-  for (const std::string& secret : {gateway.options().client_secret, wrong}) {
+  {
     auto options = options_for(gateway);
-    options.client_secret = secret;
     options.logger = logger;
     options.clock = std::make_shared<FakeClock>();  // provokes the clock skew warning too
     options.retry_deadline = milliseconds(300);
@@ -67,13 +67,12 @@ TEST(Cs3Secrets, NoSecretOrTokenInAnyLogLineErrorOrRecord) {
   ASSERT_TRUE(claim.has_value()) << claim.error().error.message;
   ASSERT_TRUE(claim->stand_down());
 
-  const auto lines = logger->lines();
+  const auto lines = logger->formatted();
   texts.insert(texts.end(), lines.begin(), lines.end());
-  ASSERT_GT(texts.size(), 20u);
+  ASSERT_GT(texts.size(), 10u);
   auto secrets = gateway.tokens_issued();
-  ASSERT_GT(secrets.size(), 10u);
+  ASSERT_GT(secrets.size(), 5u);
   secrets.push_back(gateway.options().client_secret);
-  secrets.push_back(wrong);
   bool warned = false;
   for (const auto& text : texts) {
     if (text.starts_with("warn ")) warned = true;

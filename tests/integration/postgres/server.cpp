@@ -156,6 +156,14 @@ PostgresStoreOptions test_options(const std::string& table) {
   return options;
 }
 
+PostgresStoreOptions guard_options(const std::string& table, std::string password) {
+  auto options = test_options(table);
+  std::erase_if(options.params, [](const auto& p) { return p.first == "user"; });
+  options.params.emplace_back("user", std::string(PostgresServer::kUser));
+  options.password = std::move(password);
+  return options;
+}
+
 std::shared_ptr<Store> test_store(PostgresStoreOptions options) {
   auto store = make_postgres_store(std::move(options));
   EXPECT_TRUE(store.has_value()) << store.error().message;

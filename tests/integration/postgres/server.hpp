@@ -69,6 +69,8 @@ class PostgresServer {
 // end quickly.
 PostgresStoreOptions test_options(const std::string& table = PostgresServer::fresh_table());
 std::shared_ptr<Store> test_store(PostgresStoreOptions options = test_options());
+// test_options(table), logging in as the role `guard` (kUser) with `password`.
+PostgresStoreOptions guard_options(const std::string& table, std::string password);
 
 // free_port() is in support/server_script.hpp.
 

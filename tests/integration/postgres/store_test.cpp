@@ -1,6 +1,8 @@
-// The PostgreSQL store against a real cluster: leases judged on the server's
-// clock, fencing epochs from a sequence, hostile inputs, a server that is
-// down or restarts, the table's creation, and credentials that never leak.
+// The PostgreSQL store against a real cluster, beyond the store contract
+// (lock mechanics, expiry and secrets in every message are the contract's):
+// lease expiries computed on the server's clock, fencing epochs from a
+// sequence, hostile inputs, a server that is down or restarts, the table's
+// creation, and credentials from the environment.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include "instance/logger.hpp"
 #include "instance/testing.hpp"
 #include "server.hpp"
+#include "support/test_support.hpp"
 
 namespace instance::testing {
 namespace {
@@ -18,25 +21,6 @@ namespace {
 using namespace std::chrono_literals;
 
 Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
-
-// Keeps every line, at every level.
-class CapturingLogger final : public Logger {
- public:
-  void log(LogLevel level, std::string_view message, std::span<const LogField> fields) override {
-    std::string line = std::string(to_string(level)) + " " + std::string(message);
-    for (const auto& f : fields) line += " " + f.key + "=" + f.value;
-    std::lock_guard lock(mu_);
-    lines_.push_back(std::move(line));
-  }
-  std::vector<std::string> lines() const {
-    std::lock_guard lock(mu_);
-    return lines_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::string> lines_;
-};
 
 class PostgresStoreTest : public ::testing::Test {
  protected:
@@ -69,23 +53,6 @@ TEST_F(PostgresStoreTest, DeclaresEveryCapabilityWithTheServersClock) {
 TEST_F(PostgresStoreTest, DescribeNamesTheEndpointAndTable) {
   EXPECT_EQ(store_->describe(),
             "postgres://127.0.0.1:" + std::to_string(server().port()) + "/guard?table=" + table_);
-}
-
-TEST_F(PostgresStoreTest, ALockIsExclusiveUntilUnlocked) {
-  auto other = another();
-  const Key k = key("instances.lock");
-  auto a = store_->lock(k, 1min, "a");
-  ASSERT_TRUE(a) << a.error().message;
-  auto b = other->lock(k, 1min, "b");
-  ASSERT_FALSE(b);
-  EXPECT_EQ(b.error().code, Errc::locked) << b.error().message;
-  ASSERT_TRUE(store_->refresh_lock(k, *a, 1min));
-  EXPECT_EQ(other->refresh_lock(k, *a + "x", 1min).error().code, Errc::not_found);
-  ASSERT_TRUE(store_->unlock(k, *a));
-  EXPECT_EQ(store_->unlock(k, *a).error().code, Errc::not_found);
-  auto b2 = other->lock(k, 1min, "b");
-  ASSERT_TRUE(b2) << b2.error().message;
-  EXPECT_GT(other->lock_epoch(k, *b2), store_->lock_epoch(k, *a));
 }
 
 TEST_F(PostgresStoreTest, LeaseExpiryIsComputedAndJudgedOnTheServersClock) {
@@ -132,20 +99,10 @@ TEST_F(PostgresStoreTest, ClientClocksDoNotMatterButSkewIsReported) {
   EXPECT_EQ(store_->lock(key("instances.lock"), 60s, "b").error().code, Errc::locked);
   ASSERT_TRUE(skewed->get(key("none")).error().code == Errc::not_found);
   int warnings = 0;
-  for (const auto& line : logger->lines()) {
+  for (const auto& line : logger->formatted()) {
     if (line.starts_with("warn ") && line.find("clock") != std::string::npos) ++warnings;
   }
   EXPECT_EQ(warnings, 1);
-}
-
-TEST_F(PostgresStoreTest, LeasesNeverShowAsDocuments) {
-  ASSERT_TRUE(store_->lock(key("instances/lock"), 1min, "a"));
-  EXPECT_EQ(store_->get(key("instances/lock")).error().code, Errc::not_found);
-  EXPECT_TRUE(store_->list(key("instances")).value().empty());
-  EXPECT_TRUE(store_->list(Key{}).value().empty());
-  // A document under the same key is independent of the lease.
-  ASSERT_TRUE(store_->replace(key("instances/lock"), "doc"));
-  EXPECT_EQ(store_->get(key("instances/lock"))->data, "doc");
 }
 
 TEST_F(PostgresStoreTest, EpochsComeFromTheSequenceAndNeverRepeat) {
@@ -272,25 +229,10 @@ TEST_F(PostgresStoreTest, ReconnectsAfterARestartAndKeepsTheLease) {
 }
 
 // Credentials: the `guard` role needs its password; it never shows.
-PostgresStoreOptions as_guard(const std::string& table, std::string password,
-                              std::shared_ptr<Logger> logger) {
-  auto options = test_options(table);
-  std::erase_if(options.params, [](const auto& p) { return p.first == "user"; });
-  options.params.emplace_back("user", std::string(PostgresServer::kUser));
-  options.password = std::move(password);
-  options.logger = std::move(logger);
-  return options;
-}
-
-TEST_F(PostgresStoreTest, ThePasswordWorksAndNeverShows) {
-  auto logger = std::make_shared<CapturingLogger>();
-  const std::string password(PostgresServer::kPassword);
-  auto good = test_store(as_guard(table_ + "_auth", password, logger));
-  ASSERT_TRUE(good->replace(key("instances/a"), "x")) << "the guard role with its password";
-  EXPECT_EQ(good->describe().find(password), std::string::npos);
-
-  const std::string wrong = "wrong-Pw-5d2b";
-  auto bad = test_store(as_guard(table_ + "_auth", wrong, logger));
+// The password never showing is the contract's; here, that a wrong one is
+// refused at once, not retried.
+TEST_F(PostgresStoreTest, AWrongPasswordIsRefusedWithoutRetries) {
+  auto bad = test_store(guard_options(table_ + "_auth", "wrong-Pw-5d2b"));
   const auto start = std::chrono::steady_clock::now();
   auto r = bad->get(key("instances/a"));
   ASSERT_FALSE(r);
@@ -298,12 +240,6 @@ TEST_F(PostgresStoreTest, ThePasswordWorksAndNeverShows) {
   EXPECT_EQ(r.error().message.find("attempts"), std::string::npos)
       << "a bad password is not retried";
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
-  for (const std::string& secret : {password, wrong}) {
-    EXPECT_EQ(r.error().message.find(secret), std::string::npos);
-    EXPECT_EQ(bad->describe().find(secret), std::string::npos);
-    for (const auto& line : logger->lines())
-      EXPECT_EQ(line.find(secret), std::string::npos) << line;
-  }
 }
 
 TEST_F(PostgresStoreTest, UrlCredentialsComeFromTheEnvironmentOrAFile) {

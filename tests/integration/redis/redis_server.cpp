@@ -72,6 +72,11 @@ RedisServer& RedisServer::shared() {
   return server;
 }
 
+RedisServer& RedisServer::with_password() {
+  static RedisServer server({.password = kPassword});
+  return server;
+}
+
 bool RedisServer::start() {
   std::string env = "WATCH_PID=" + std::to_string(::getpid()) +
                     " PERSIST=" + (config_.persistent ? "aof" : "none") + " ";

@@ -32,6 +32,9 @@ class RedisServer {
   RedisServer& operator=(const RedisServer&) = delete;
 
   static RedisServer& shared();
+  // One server per test executable that requires kPassword (default user).
+  static RedisServer& with_password();
+  static constexpr const char* kPassword = "Redis-Pw-7c1e";
 
   bool running() const { return running_; }
   // redis-server is not installed (the test should skip, naming the package).

@@ -1,6 +1,8 @@
-// The Redis store on a real redis-server: layout, hostile keys and data,
-// native leases with their epochs, concurrency, reconnection, a server that
-// is down, and credentials.
+// The Redis store on a real redis-server, beyond the store contract (lock
+// mechanics, expiry and secrets in every message are the contract's):
+// layout, hostile keys and data, epochs and expiries as the server keeps
+// them, concurrency, reconnection, a server that is down, and what a missing
+// or wrong password says.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -59,19 +61,6 @@ TEST(RedisStore, AGlobInThePrefixMatchesOnlyItself) {
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_EQ(listed[0].str(), "instances/mine");
   EXPECT_EQ(star->list(Key()).value().size(), 1u);
-}
-
-TEST(RedisStore, LeasesAndEpochsNeverShowAsDocuments) {
-  RedisServer& server = RedisServer::shared();
-  REQUIRE_REDIS(server);
-  auto store = store_on(server, server.options());
-  ASSERT_TRUE(store->replace(key("instances/a"), "x"));
-  auto token = store->lock(key("instances.lock"), 10s, "a").value();
-  EXPECT_EQ(store->get(key("instances.lock")).error().code, Errc::not_found);
-  auto all = store->list(Key()).value();
-  ASSERT_EQ(all.size(), 1u);
-  EXPECT_EQ(all[0].str(), "instances/a");
-  ASSERT_TRUE(store->unlock(key("instances.lock"), token));
 }
 
 TEST(RedisStore, AForeignKeyInTheNamespaceFailsTheListingLoudly) {
@@ -134,7 +123,7 @@ TEST(RedisStore, WrongTypesAndOversizedDocumentsAreMalformedAndLeftAlone) {
   EXPECT_EQ(server.command({"GET", prefix + "doc:instances/str"}), "plain string");
 }
 
-TEST(RedisStore, ALockExcludesOthersAndItsEpochGrowsWithEveryGrant) {
+TEST(RedisStore, EpochsCountGrantsInTheServersEpochKey) {
   RedisServer& server = RedisServer::shared();
   REQUIRE_REDIS(server);
   const std::string prefix = RedisServer::fresh_prefix();
@@ -143,24 +132,17 @@ TEST(RedisStore, ALockExcludesOthersAndItsEpochGrowsWithEveryGrant) {
   const Key lock = key("instances.lock");
   const std::string t1 = a->lock(lock, 30s, "a").value();
   EXPECT_EQ(a->lock_epoch(lock, t1), 1u);
-  auto refused = b->lock(lock, 30s, "b");
-  ASSERT_FALSE(refused.has_value());
-  EXPECT_EQ(refused.error().code, Errc::locked);
   EXPECT_EQ(b->refresh_lock(lock, "1:not-the-token", 30s).error().code, Errc::locked);
   EXPECT_EQ(b->unlock(lock, "1:not-the-token").error().code, Errc::not_found);
-  ASSERT_TRUE(a->refresh_lock(lock, t1, 30s));
   ASSERT_TRUE(a->unlock(lock, t1));
-  EXPECT_EQ(a->unlock(lock, t1).error().code, Errc::not_found);
-  EXPECT_EQ(a->refresh_lock(lock, t1, 30s).error().code, Errc::not_found);
-
   const std::string t2 = b->lock(lock, 30s, "b").value();
   EXPECT_EQ(b->lock_epoch(lock, t2), 2u);
   EXPECT_EQ(server.command({"GET", prefix + "epoch:instances.lock"}), "2");
-  EXPECT_EQ(b->lock_epoch(lock, "garbage"), 0u) << "not a token of ours: no number";
   ASSERT_TRUE(b->unlock(lock, t2));
 }
 
-TEST(RedisStore, TheLeaseExpiresOnTheServersClock) {
+// The expiry is the server's own (PX): a refresh sets a new one there.
+TEST(RedisStore, TheLeaseExpiryIsTheServers) {
   RedisServer& server = RedisServer::shared();
   REQUIRE_REDIS(server);
   const std::string prefix = RedisServer::fresh_prefix();
@@ -173,17 +155,7 @@ TEST(RedisStore, TheLeaseExpiresOnTheServersClock) {
   EXPECT_LE(pttl(), 20'000);
   ASSERT_TRUE(store->refresh_lock(lock, token, 90s));
   EXPECT_GT(pttl(), 80'000) << "a refresh sets a new expiry on the server";
-  // The server ends the lease itself: expire it there, and it is free.
-  server.command({"PEXPIRE", redis_key, "1"});
-  std::optional<std::string> next;
-  for (int i = 0; i < 200 && !next; ++i) {
-    if (auto t = store->lock(lock, 20s, "b"))
-      next = *t;
-    else
-      std::this_thread::sleep_for(5ms);  // the server's expiry, not ours: 1 ms on its clock
-  }
-  ASSERT_TRUE(next.has_value());
-  EXPECT_EQ(store->refresh_lock(lock, token, 20s).error().code, Errc::locked);
+  ASSERT_TRUE(store->unlock(lock, token));
 }
 
 TEST(RedisStore, ConcurrentCallsOnOneStoreAreSafe) {
@@ -290,35 +262,18 @@ TEST(RedisStore, WarnsWhenTheServersClockDisagreesWithOurs) {
 
 // ---- credentials ------------------------------------------------------------
 
-constexpr std::string_view kPassword = "Redis-Pw-7c1e";
+constexpr std::string_view kPassword = RedisServer::kPassword;
 
-std::vector<std::string> messages_of(const Result<Document>& r, const CapturingLogger& log) {
-  std::vector<std::string> out;
-  if (!r) out.push_back(r.error().message);
-  for (const auto& l : log.lines()) out.push_back(l.text());
-  return out;
-}
-
-TEST(RedisStore, ThePasswordWorksAndNeverShows) {
-  RedisServer server({.password = std::string(kPassword)});
+// The password never showing is the contract's; here, what the errors say.
+TEST(RedisStore, AWrongOrMissingPasswordSaysWhereItComesFrom) {
+  RedisServer& server = RedisServer::with_password();
   REQUIRE_REDIS(server);
-  auto logger = std::make_shared<CapturingLogger>();
   RedisStoreOptions options = server.options();
-  options.logger = logger;
-  auto store = make_redis_store(options).value();
-  ASSERT_TRUE(store->replace(key("instances/a"), "x"));
-  EXPECT_EQ(store->describe().find(kPassword), std::string::npos);
-  (void)store->capabilities();
-
   options.password = "not-the-password";
   auto wrong = make_redis_store(options).value()->get(key("instances/a"));
   ASSERT_FALSE(wrong.has_value());
   EXPECT_EQ(wrong.error().code, Errc::permission) << wrong.error().message;
   EXPECT_NE(wrong.error().message.find("INSTANCE_GUARD_PASSWORD"), std::string::npos);
-  for (const auto& m : messages_of(wrong, *logger)) {
-    EXPECT_EQ(m.find(kPassword), std::string::npos) << m;
-    EXPECT_EQ(m.find("not-the-password"), std::string::npos) << m;
-  }
 
   options.password.clear();
   auto none = make_redis_store(options).value()->get(key("instances/a"));

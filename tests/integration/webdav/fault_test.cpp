@@ -315,7 +315,7 @@ TEST_F(Faults, BearerTokenIsSentAndNeverShown) {
     EXPECT_EQ(r.code, Errc::permission) << r.message;
     texts.push_back(r.message);
   }
-  for (const auto& line : logger_->lines()) texts.push_back(line);
+  for (const auto& line : logger_->formatted()) texts.push_back(line);
   EXPECT_FALSE(logger_->lines_at(LogLevel::debug).empty());
   for (const auto& text : texts) {
     EXPECT_EQ(text.find(token), std::string::npos) << text;

@@ -1,5 +1,5 @@
-// Shared helpers for the WebDAV tests: stores on the test servers and a
-// logger that keeps every line.
+// Shared helpers for the WebDAV tests: stores on the test servers (the
+// logger that keeps every line is support/test_support.hpp's).
 #pragma once
 
 #include <memory>
@@ -13,37 +13,11 @@
 #include "instance/store.hpp"
 #include "instance/stores/webdav.hpp"
 #include "servers.hpp"
+#include "support/test_support.hpp"
 
 namespace instance::testing {
 
 inline Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
-
-// Keeps every line, at every level, formatted as "level message k=v ...".
-class CapturingLogger final : public Logger {
- public:
-  void log(LogLevel level, std::string_view message, std::span<const LogField> fields) override {
-    std::string line = std::string(to_string(level)) + " " + std::string(message);
-    for (const auto& f : fields) line += " " + f.key + "=" + f.value;
-    std::lock_guard lock(mu_);
-    lines_.push_back(std::move(line));
-  }
-  std::vector<std::string> lines() const {
-    std::lock_guard lock(mu_);
-    return lines_;
-  }
-  std::vector<std::string> lines_at(LogLevel level) const {
-    std::vector<std::string> out;
-    const auto prefix = std::string(to_string(level)) + " ";
-    for (auto& l : lines()) {
-      if (l.starts_with(prefix)) out.push_back(l);
-    }
-    return out;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::string> lines_;
-};
 
 // Options for a store in a fresh folder on `server`, with short timeouts so
 // failures end quickly.

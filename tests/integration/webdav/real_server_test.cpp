@@ -276,7 +276,7 @@ TEST_P(RealServer, NestedKeysCreateEachFolderOnce) {
   ASSERT_TRUE(s->replace(key("a/b/c/e"), "2"));
   ASSERT_TRUE(s->replace(key("a/b/x/f"), "3"));
   std::multiset<std::string> mkcols;
-  for (const auto& line : logger_->lines()) {
+  for (const auto& line : logger_->formatted()) {
     if (line.find("method=MKCOL") != std::string::npos) {
       const auto url = line.substr(line.find("url="));
       mkcols.insert(url.substr(0, url.find(' ')));
@@ -365,25 +365,10 @@ TEST(ApacheConnections, ServerLogSeesOneClientConnection) {
   EXPECT_EQ(ports.size(), 1u) << lines << " requests";
 }
 
-const std::string kUser = "guard";
-const std::string kPassword = "pw-Zq8#s3cr3t";
+const std::string kUser = kAuthUser;
+const std::string kPassword = kAuthPassword;
 
-WebDavServer& apache_with_auth() {
-  return WebDavServer::get("apache-auth",
-                           {.kind = ServerKind::apache, .user = kUser, .password = kPassword});
-}
-
-TEST(ApacheAuth, RightCredentialsWork) {
-  auto& server = apache_with_auth();
-  ASSERT_TRUE(server.running());
-  auto options = options_for(server);
-  options.auth = WebDavAuth::basic;
-  options.user = kUser;
-  options.secret = kPassword;
-  auto s = make_store(options);
-  ASSERT_TRUE(s->replace(key("instances/a"), "1"));
-  EXPECT_EQ(s->get(key("instances/a"))->data, "1");
-}
+WebDavServer& apache_with_auth() { return WebDavServer::apache_with_auth(); }
 
 TEST(ApacheAuth, WrongOrMissingCredentialsArePermissionErrors) {
   auto& server = apache_with_auth();
@@ -417,35 +402,26 @@ TEST(ApacheAuth, WrongOrMissingCredentialsArePermissionErrors) {
   EXPECT_EQ(r.error().code, Errc::permission);
 }
 
+// Every store operation with the right and a wrong password is the store
+// contract's (NoCredentialInAnyMessageOrLogLine/apache). Here: the debug and
+// warning paths (a client clock far off), open_store with the credentials
+// from the environment, and the records on the server's disk.
 TEST(ApacheAuth, NoSecretInAnyLogLineOrErrorAtAnyLevel) {
   auto& server = apache_with_auth();
   ASSERT_TRUE(server.running());
   auto logger = std::make_shared<CapturingLogger>();
   std::vector<std::string> texts;
-  for (const std::string& password : {kPassword, std::string("wrong-Pw-77x")}) {
-    auto options = options_for(server);
-    options.auth = WebDavAuth::basic;
-    options.user = kUser;
-    options.secret = password;
-    options.logger = logger;
-    options.clock = std::make_shared<FakeClock>();  // provoke the skew warning too
-    options.retry_deadline = milliseconds(200);
-    auto s = make_store(options);
-    texts.push_back(s->describe());
-    s->capabilities();
-    auto record = [&](const auto& r) {
-      if (!r) texts.push_back(r.error().message);
-    };
-    record(s->replace(key("instances/a"), R"({"id":"a"})"));
-    record(s->create(key("instances/a"), "again"));
-    record(s->get(key("instances/a")));
-    record(s->get(key("instances/none")));
-    record(s->list(key("instances")));
-    record(s->replace_if(key("instances/a"), "x", "\"bogus\""));
-    record(s->remove_if(key("instances/a"), "\"bogus\""));
-    record(s->remove(key("instances/a")));
-    record(s->remove(key("instances/a")));
-  }
+  auto options = options_for(server);
+  options.auth = WebDavAuth::basic;
+  options.user = kUser;
+  options.secret = kPassword;
+  options.logger = logger;
+  options.clock = std::make_shared<FakeClock>();  // provoke the skew warning too
+  auto s = make_store(options);
+  texts.push_back(s->describe());
+  s->capabilities();
+  ASSERT_TRUE(s->replace(key("instances/a"), R"({"id":"a"})"));
+  if (auto r = s->create(key("instances/a"), "again"); !r) texts.push_back(r.error().message);
   // The same through open_store, credentials from the environment.
   OpenOptions open;
   open.logger = logger;
@@ -460,14 +436,13 @@ TEST(ApacheAuth, NoSecretInAnyLogLineOrErrorAtAnyLevel) {
   texts.push_back((*opened)->describe());
   ASSERT_TRUE((*opened)->replace(key("instances/b"), "1"));
 
-  const auto lines = logger->lines();
+  const auto lines = logger->formatted();
   EXPECT_FALSE(logger->lines_at(LogLevel::debug).empty());
   EXPECT_FALSE(logger->lines_at(LogLevel::warn).empty());
   texts.insert(texts.end(), lines.begin(), lines.end());
-  ASSERT_GT(texts.size(), 20u);
+  ASSERT_GT(texts.size(), 5u);
   for (const auto& text : texts) {
     EXPECT_EQ(text.find(kPassword), std::string::npos) << text;
-    EXPECT_EQ(text.find("wrong-Pw-77x"), std::string::npos) << text;
     EXPECT_EQ(text.find("Authorization"), std::string::npos) << text;
     EXPECT_EQ(text.find("Basic "), std::string::npos) << text;
   }

@@ -28,6 +28,10 @@ std::string script_name(ServerKind kind);
 // whatever Timeout was asked. Shorter than a third of the ttls the tests use.
 inline constexpr std::chrono::seconds kNginxLockZone{4};
 
+// The user and password Apache's authenticated test server requires.
+inline constexpr const char* kAuthUser = "guard";
+inline constexpr const char* kAuthPassword = "pw-Zq8#s3cr3t";
+
 struct ServerConfig {
   ServerKind kind = ServerKind::apache;
   // Basic auth required: the htpasswd line is made for this user and password.
@@ -46,6 +50,11 @@ class WebDavServer {
   static WebDavServer& nginx() { return get("nginx", {.kind = ServerKind::nginx}); }
   static WebDavServer& rclone() { return get("rclone", {.kind = ServerKind::rclone}); }
   static WebDavServer& sabredav() { return get("sabredav", {.kind = ServerKind::sabredav}); }
+  // Apache requiring basic auth as kAuthUser / kAuthPassword.
+  static WebDavServer& apache_with_auth() {
+    return get("apache-auth",
+               {.kind = ServerKind::apache, .user = kAuthUser, .password = kAuthPassword});
+  }
   // By name: "apache", "lighttpd", "nginx", "rclone" or "sabredav".
   static WebDavServer& named(const std::string& name);
 
