@@ -64,10 +64,17 @@ class PostgresStore final : public Store {
   explicit PostgresStore(PostgresStoreOptions options)
       : options_(std::move(options)),
         sql_(options_.table),
+        timeouts_({.retry_deadline = options_.retry_deadline,
+                   .request_timeout = options_.request_timeout,
+                   .max_clock_skew = options_.max_clock_skew}),
         conn_(options_.params, options_.password),
         clock_(options_.clock ? options_.clock : system_clock()) {}
 
   std::string describe() const override { return options_.endpoint; }
+
+  void tune(const StoreTiming& timing) override {
+    timeouts_.tune(timing, options_.logger ? *options_.logger : *null_logger(), options_.endpoint);
+  }
 
   Capabilities capabilities() override {
     return {
@@ -262,7 +269,8 @@ class PostgresStore final : public Store {
   Result<Reply> exec(std::string_view op, const Key& key, const char* statement,
                      std::span<const Param> params) {
     std::lock_guard lock(mu_);
-    const SteadyTime deadline = std::chrono::steady_clock::now() + options_.retry_deadline;
+    const StoreTimeouts timeouts = timeouts_.get();
+    const SteadyTime deadline = std::chrono::steady_clock::now() + timeouts.retry_deadline;
     auto backoff = options_.initial_backoff;
     bool schema_retried = false;
     Reply reply;
@@ -270,7 +278,7 @@ class PostgresStore final : public Store {
       Outcome out = ready();
       if (out.kind == Outcome::ok) {
         out = conn_.run(statement, params,
-                        std::chrono::steady_clock::now() + options_.request_timeout);
+                        std::chrono::steady_clock::now() + timeouts_.get().request_timeout);
       }
       if (out.kind == Outcome::ok) {
         reply.rows = std::move(out.rows);
@@ -303,7 +311,8 @@ class PostgresStore final : public Store {
   // Connected, clock checked, table present (mu_ held).
   Outcome ready() {
     if (!conn_.connected()) {
-      Outcome out = conn_.connect(std::chrono::steady_clock::now() + options_.connect_timeout);
+      const auto timeout = std::min(options_.connect_timeout, timeouts_.get().retry_deadline);
+      Outcome out = conn_.connect(std::chrono::steady_clock::now() + timeout);
       if (out.kind != Outcome::ok) return out;
       if (lost_ && connected_once_) {
         if (auto* log = options_.logger.get()) {
@@ -325,7 +334,7 @@ class PostgresStore final : public Store {
   // Creates the table and its sequences when missing; concurrent creators
   // are serialised by an advisory lock.
   Outcome make_schema() {
-    const auto deadline = std::chrono::steady_clock::now() + options_.request_timeout;
+    const auto deadline = std::chrono::steady_clock::now() + timeouts_.get().request_timeout;
     const Param names[] = {{sql_.table_ident}, {sql_.version_seq_ident}, {sql_.epoch_seq_ident}};
     Outcome out = conn_.run(sql_.exists.c_str(), names, deadline);
     if (out.kind != Outcome::ok) return out;
@@ -348,7 +357,7 @@ class PostgresStore final : public Store {
   void check_clock() {
     const WallTime before = clock_->wall();
     Outcome out = conn_.run(sql_.server_time.c_str(), {},
-                            std::chrono::steady_clock::now() + options_.request_timeout);
+                            std::chrono::steady_clock::now() + timeouts_.get().request_timeout);
     const WallTime after = clock_->wall();
     if (out.kind != Outcome::ok || out.rows.empty() || out.rows.front().empty() ||
         !out.rows.front()[0]) {
@@ -360,7 +369,7 @@ class PostgresStore final : public Store {
     const WallTime server{std::chrono::microseconds(micros)};
     const WallTime ours = before + (after - before) / 2;
     const auto skew = server > ours ? server - ours : ours - server;
-    if (skew > options_.max_clock_skew && !skew_warned_) {
+    if (skew > timeouts_.get().max_clock_skew.value_or(Duration::max()) && !skew_warned_) {
       skew_warned_ = true;
       if (auto* log = options_.logger.get()) {
         log->warn(
@@ -428,6 +437,7 @@ class PostgresStore final : public Store {
 
   const PostgresStoreOptions options_;
   const postgres::Statements sql_;
+  TunedTimeouts timeouts_;  // retry_deadline, request_timeout, max_clock_skew (tune())
   std::mutex mu_;  // guards everything below
   postgres::Connection conn_;
   std::shared_ptr<Clock> clock_;

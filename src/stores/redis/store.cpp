@@ -58,11 +58,16 @@ class RedisStore final : public Store {
         doc_ns_(options_.prefix + "doc:"),
         lock_ns_(options_.prefix + "lock:"),
         epoch_ns_(options_.prefix + "epoch:"),
+        timeouts_({.retry_deadline = options_.retry_deadline,
+                   .request_timeout = options_.command_timeout,
+                   .max_clock_skew = options_.max_clock_skew}),
         jitter_rng_(std::random_device{}()) {
     if (!options_.clock) options_.clock = system_clock();
   }
 
   std::string describe() const override { return where_; }
+
+  void tune(const StoreTiming& timing) override { timeouts_.tune(timing, *log_, where_); }
 
   Capabilities capabilities() override {
     if (!probed_.load()) {
@@ -402,9 +407,10 @@ class RedisStore final : public Store {
   // a "not now" reply sets `transport` and answers Step::retry; a refusal
   // (credentials, database number) sets `fatal` and answers Step::fatal.
   enum class Step { ok, retry, fatal };
-  Step connect(std::string_view op, const Key& key, TransportError& transport, Error& fatal) {
+  Step connect(std::string_view op, const Key& key, std::chrono::milliseconds command_timeout,
+               TransportError& transport, Error& fatal) {
     auto connection = Connection::open(options_.host, options_.port, options_.connect_timeout,
-                                       options_.command_timeout, transport);
+                                       command_timeout, transport);
     if (!connection) return Step::retry;
     if (options_.stats) ++options_.stats->connections;
     auto handshake = [&](const std::vector<std::string_view>& argv) -> Step {
@@ -442,8 +448,9 @@ class RedisStore final : public Store {
   Result<Sent> send(std::string_view op, const Key& key, const std::vector<std::string_view>& argv,
                     bool retry = true) {
     std::lock_guard lock(mu_);
+    const StoreTimeouts timeouts = timeouts_.get();
     const auto start = Steady::now();
-    const auto deadline = start + options_.retry_deadline;
+    const auto deadline = start + timeouts.retry_deadline;
     auto backoff = std::chrono::duration_cast<Steady::duration>(options_.initial_backoff);
     Sent sent;
     TransportError last;
@@ -454,7 +461,7 @@ class RedisStore final : public Store {
       Step step = Step::ok;
       if (!connection_) {
         Error fatal;
-        step = connect(op, key, transport, fatal);
+        step = connect(op, key, timeouts.request_timeout, transport, fatal);
         if (step == Step::fatal) return std::unexpected(std::move(fatal));
       }
       if (step == Step::ok) {
@@ -515,7 +522,7 @@ class RedisStore final : public Store {
             std::chrono::seconds(secs) + std::chrono::microseconds(micros))};
         const WallTime ours = before + (after - before) / 2;
         const auto skew = server > ours ? server - ours : ours - server;
-        if (skew > options_.max_clock_skew) {
+        if (skew > timeouts_.get().max_clock_skew.value_or(Duration::max())) {
           log_->warn(
               "the Redis server's clock differs from ours; leases are judged on the "
               "server's clock, records on each guard's",
@@ -545,6 +552,7 @@ class RedisStore final : public Store {
   const std::string doc_ns_;
   const std::string lock_ns_;
   const std::string epoch_ns_;
+  TunedTimeouts timeouts_;  // retry_deadline, command_timeout, max_clock_skew (tune())
 
   std::mutex mu_;  // guards connection_; held for a whole operation with its retries
   std::unique_ptr<Connection> connection_;
