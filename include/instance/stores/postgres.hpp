@@ -31,9 +31,12 @@
 // Retries: one connection per store, made on first use and remade when
 // lost. A statement that fails because the connection failed (refused,
 // reset, server shutting down or starting up), or with a serialization
-// failure or deadlock, is retried with exponential backoff and full jitter
-// until `retry_deadline`; then Errc::unavailable (Errc::timeout when the
-// last attempt timed out), naming the redacted endpoint. Writes carry a
+// failure or deadlock, is retried with exponential backoff and equal jitter
+// until `retry_deadline` (on `clock`), or the current StartupBudget's
+// deadline when earlier (instance/startup_budget.hpp); a later attempt's
+// connect and statement wait at most the time left. Then Errc::unavailable
+// (Errc::timeout when the last attempt timed out), naming the redacted
+// endpoint. Writes carry a
 // nonce so that a retry of a write whose first attempt may have applied
 // recognises its own work (create and replace_if succeed, remove, remove_if
 // and unlock count "gone" as done, lock finds its own token).
@@ -103,6 +106,7 @@ struct PostgresStoreOptions {
   // Warn (once) when the server's clock differs from clock->wall() by more;
   // a guard sets it to its max_skew (Store::tune).
   std::chrono::nanoseconds max_clock_skew = std::chrono::seconds(12);
+  // Retry deadlines and pauses run on it (tests inject a FakeClock).
   std::shared_ptr<Clock> clock;  // the system clock when null
 
   std::shared_ptr<Logger> logger;  // null: discard

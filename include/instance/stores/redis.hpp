@@ -37,9 +37,11 @@
 //
 // Retries: a lost or refused connection, a timeout and the replies LOADING,
 // BUSY, TRYAGAIN and MASTERDOWN are retried with a fresh connection and
-// exponential backoff (full jitter) until `retry_deadline` runs out; then
-// Errc::unavailable (Errc::timeout when the last attempt timed out), with a
-// message saying what to check. A write whose earlier attempt may have
+// exponential backoff (equal jitter) until `retry_deadline` (on `clock`), or
+// the current StartupBudget's deadline when earlier
+// (instance/startup_budget.hpp), runs out; a later attempt's socket timeouts
+// are at most the time left. Then Errc::unavailable (Errc::timeout when the
+// last attempt timed out), with a message saying what to check. A write whose earlier attempt may have
 // reached the server is resolved on retry: create, replace_if and lock
 // recognise their own write by its fresh version or nonce, and remove /
 // remove_if count "already gone" as done.
@@ -106,6 +108,7 @@ struct RedisStoreOptions {
   // Warn (once) when the server's TIME differs from clock->wall() by more;
   // a guard sets it to its max_skew (Store::tune).
   std::chrono::nanoseconds max_clock_skew = std::chrono::seconds(12);
+  // Retry deadlines and pauses run on it (tests inject a FakeClock).
   std::shared_ptr<Clock> clock;  // the system clock when null
 
   std::shared_ptr<Logger> logger;     // null: discard
