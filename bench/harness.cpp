@@ -375,9 +375,7 @@ int store_command(int argc, char** argv) {
   const int rounds = to_int(args.get("--rounds", "20"), "--rounds");
   const bool check = args.has("--check");
 
-  OpenOptions open;
-  open.ttl = 60s;
-  auto store = open_store(url, open);
+  auto store = open_store(url);
   if (!store) {
     std::cerr << "cannot open " << url << ": " << store.error().message << "\n";
     return store.error().code == Errc::invalid ? 78 : 69;  // 78: a scheme not in this build

@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
 
   std::atomic<bool> lost = false;
   instance::GuardOptions options;
+  // The one ttl: Guard::create() fits the store's retries and timeouts to it.
   options.ttl = std::chrono::seconds(30);
   options.on_lost = [&lost](const instance::Error& why) {
     std::fprintf(stderr, "guarded-service: claim lost: %s\n", why.message.c_str());

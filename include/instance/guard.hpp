@@ -61,7 +61,8 @@ INSTANCE_EXPORT Result<Mode> parse_mode(std::string_view text);
 enum class ClaimStatus { held, lost, released };
 
 struct GuardOptions {
-  // How long a record stays live without renewal.
+  // How long a record stays live without renewal. The store's retry budget
+  // and request timeouts follow it (create()).
   Duration ttl = std::chrono::minutes(2);
   // This instance's identity; 8 random bytes in hex when empty.
   std::string id;
@@ -181,6 +182,10 @@ class INSTANCE_EXPORT Claim {
 class INSTANCE_EXPORT Guard {
  public:
   // Errc::invalid for a null store, a non-positive ttl or an unusable id.
+  // Tunes the store to the guard's ttl and max_skew (Store::tune): the one
+  // place the guard's timing reaches the store, so the ttl is given once,
+  // here, and the store's retries, request timeouts and clock-skew warning
+  // follow it.
   static Result<Guard> create(std::shared_ptr<Store> store, GuardOptions options = {});
 
   // Claims the store for this instance. `stop` ends the attempt between store

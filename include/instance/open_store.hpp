@@ -26,7 +26,6 @@
 // for another ABI (both versions).
 #pragma once
 
-#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -51,8 +50,6 @@ struct OpenOptions {
   std::filesystem::path client_cert;    // TLS client certificate (PEM)
   std::filesystem::path client_key;     // its private key (PEM); empty: in client_cert
   bool insecure = false;                // skip TLS verification (warned about)
-  // Lease length the guard will use; stores use it to judge clock skew.
-  std::chrono::nanoseconds ttl = std::chrono::minutes(2);
   // The caller only reads (`status`): the store never writes, so it neither
   // creates folders nor probes its capabilities by writing (capabilities()
   // then answers capabilities_not_probed() where it would have had to).

@@ -32,6 +32,7 @@
 #include "instance/error.hpp"
 #include "instance/export.hpp"
 #include "instance/key.hpp"
+#include "instance/logger.hpp"
 
 namespace instance {
 
@@ -72,6 +73,18 @@ inline Capabilities capabilities_not_probed() {
                                        "not probed: opened read-only, and this store learns what "
                                        "it can do by writing a probe"}};
 }
+
+// What the guard's timing asks of its store. Guard::create() hands it to
+// Store::tune(): the one place the guard's timing reaches a store, so a
+// consumer sets the ttl once, in GuardOptions.
+struct StoreTiming {
+  // GuardOptions::ttl: records and leases live this long without renewal;
+  // the guard renews every ttl / 3.
+  Duration ttl = std::chrono::minutes(2);
+  // GuardOptions::max_skew as the guard resolved it: how far the clocks of
+  // the hosts (and of the store's server) may be off.
+  Duration max_skew = std::chrono::seconds(5);
+};
 
 class INSTANCE_EXPORT Store {
  public:
@@ -143,6 +156,15 @@ class INSTANCE_EXPORT Store {
   // exactly as long as asked (the default). Sends no request. The guard
   // renews and self-fences on what was granted (guard.hpp).
   virtual Duration lock_granted(const Key& key, std::string_view token);
+
+  // Fits the store's timing to the guard that uses it. Guard::create() calls
+  // it; a consumer has no need to. A store that retries derives, here and
+  // only here, its retry budget per operation, its request timeouts and its
+  // clock-skew warning threshold (StoreTimeouts gives the rule). The default
+  // does nothing (stores without retries or timeouts). Sends no request; safe
+  // while other threads use the store. A store shared by several guards
+  // follows the last one created.
+  virtual void tune(const StoreTiming& timing);
 };
 
 // lock_granted() of a lock that never expires on its own.
@@ -160,6 +182,37 @@ class INSTANCE_EXPORT LockGrants {
  private:
   mutable std::mutex mu_;
   std::map<std::string, Duration, std::less<>> grants_;
+};
+
+// For store implementations: the timings a network store reads on every
+// operation, as the store was made and as a guard tuned them (Store::tune).
+struct StoreTimeouts {
+  std::chrono::milliseconds retry_deadline;   // all attempts of one operation
+  std::chrono::milliseconds request_timeout;  // one attempt (request, command, call)
+  // Warn (once) when the server's clock differs from ours by more; nullopt
+  // for a store that reads no server clock.
+  std::optional<Duration> max_clock_skew;
+};
+
+// For store implementations: a store's StoreTimeouts, tuned by one rule for
+// every store, so an operation's retries end before the guard's next
+// renewal is due:
+//   retry_deadline  = min(as made, max(1 s, ttl / 3))
+//   request_timeout = min(as made, retry_deadline)
+//   max_clock_skew  = the guard's max_skew (what the guard assumes of clocks)
+// The timeouts a store was made with are upper bounds a guard only shortens;
+// a store no guard tuned keeps them. Thread-safe.
+class INSTANCE_EXPORT TunedTimeouts {
+ public:
+  explicit TunedTimeouts(const StoreTimeouts& made);
+  // Applies the rule to `timing` and logs the result at debug, naming `store`.
+  void tune(const StoreTiming& timing, Logger& log, std::string_view store);
+  StoreTimeouts get() const;
+
+ private:
+  const StoreTimeouts made_;
+  mutable std::mutex mu_;
+  StoreTimeouts now_;
 };
 
 // Forwards every call to a target store, so a wrapper (fault injection,
@@ -183,6 +236,7 @@ class INSTANCE_EXPORT StoreWrapper : public Store {
   Result<void> unlock(const Key& key, std::string_view token) override;
   std::uint64_t lock_epoch(const Key& key, std::string_view token) override;
   Duration lock_granted(const Key& key, std::string_view token) override;
+  void tune(const StoreTiming& timing) override;
 
  protected:
   Store& target() const noexcept { return *target_; }

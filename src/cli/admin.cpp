@@ -30,7 +30,7 @@ std::expected<std::shared_ptr<Store>, int> open_from_flags(const StoreFlags& fla
     log.error(url.error().message);
     return std::unexpected(url.error().exit_code);
   }
-  auto options = open_options(flags, logger, std::nullopt);
+  auto options = open_options(flags, logger);
   options.read_only = read_only;
   auto store = open_store(*url, options);
   if (!store) {

@@ -200,8 +200,7 @@ std::string resolve_id(const std::optional<std::string>& flag, const Getenv& get
   return getenv("INSTANCE_GUARD_ID").value_or("");
 }
 
-OpenOptions open_options(const StoreFlags& flags, std::shared_ptr<Logger> logger,
-                         std::optional<Duration> ttl) {
+OpenOptions open_options(const StoreFlags& flags, std::shared_ptr<Logger> logger) {
   OpenOptions options;
   options.logger = std::move(logger);
   options.user = flags.user;
@@ -216,7 +215,6 @@ OpenOptions open_options(const StoreFlags& flags, std::shared_ptr<Logger> logger
     options.create_path =
         options.create_path || *env == "1" || *env == "true" || *env == "yes" || *env == "on";
   }
-  if (ttl) options.ttl = *ttl;
   options.module_folder = tool_module_folder();
   return options;
 }

@@ -121,9 +121,9 @@ std::string command_basename(std::string_view command);
 // OpenOptions from the credential flags. Only file names are copied.
 // create_path: --create-path, or INSTANCE_GUARD_CREATE_PATH set to 1, true,
 // yes or on (from the process environment).
-// module_folder: tool_module_folder().
-OpenOptions open_options(const StoreFlags& flags, std::shared_ptr<Logger> logger,
-                         std::optional<Duration> ttl);
+// module_folder: tool_module_folder(). The ttl is not among them: the guard
+// tunes the store to its own (Guard::create).
+OpenOptions open_options(const StoreFlags& flags, std::shared_ptr<Logger> logger);
 
 // Where the tool loads store modules from: empty when
 // INSTANCE_GUARD_STORE_MODULES is set (it wins); <build>/stores when the tool

@@ -342,7 +342,7 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
     wait_options->timeout = timeout->value_or(Duration{0});
   }
 
-  auto store = open_store(*url, open_options(args.store, logger, *ttl));
+  auto store = open_store(*url, open_options(args.store, logger));
   if (!store) {
     log.error(store.error().message, {{"store", redact_url(*url)}});
     return exit_code_for(store.error().code);

@@ -384,6 +384,8 @@ Result<Guard> Guard::create(std::shared_ptr<Store> store, GuardOptions options) 
   if (!options.clock) options.clock = system_clock();
   if (!options.scheduler) options.scheduler = thread_scheduler();
   if (!options.logger) options.logger = null_logger();
+  // The one place the guard's timing reaches the store (Store::tune).
+  store->tune({.ttl = options.ttl, .max_skew = *options.max_skew});
   return Guard(std::move(store), std::move(options));
 }
 

@@ -1,5 +1,7 @@
-// The retry policy of the network stores: exponential backoff with equal
-// jitter under one deadline per operation chain, on the injected Clock.
+// The retry policy of every network store (WebDAV, CS3, etcd, Redis,
+// PostgreSQL): exponential backoff with equal jitter under one deadline per
+// operation chain, on the injected Clock. Its own library, instance_retry,
+// free of any client library (src/net/CMakeLists.txt).
 //
 // A Retry lives for one operation (a store call and all its attempts). Its
 // deadline is fixed when it is made: now + policy.deadline, or the current

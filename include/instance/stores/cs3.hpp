@@ -118,13 +118,16 @@ struct Cs3StoreOptions {
   // Accept a space end users can reach (personal, or with members).
   bool allow_user_space = false;
 
+  // Upper bounds: a guard shortens retry_deadline and call_timeout to its
+  // renewal period (Store::tune; StoreTimeouts has the rule).
   std::chrono::milliseconds call_timeout{10000};    // per gRPC call or HTTP request
   std::chrono::milliseconds retry_deadline{20000};  // all attempts of one operation
   std::chrono::milliseconds initial_backoff{50};
   std::chrono::milliseconds max_backoff{2000};
 
   // Warn (once) when the data gateway's Date differs from clock->wall() by
-  // more. parse_cs3_url sets it to ttl/10.
+  // more (plus 1 s: Date has whole seconds); a guard sets it to its max_skew
+  // (Store::tune).
   std::chrono::nanoseconds max_clock_skew = std::chrono::seconds(12);
   std::shared_ptr<Clock> clock;  // the system clock when null
 
@@ -149,8 +152,9 @@ struct Cs3StoreOptions {
 // INSTANCE_GUARD_CS3_ID or INSTANCE_GUARD_USER; its secret from
 // options.password_file, the file named by INSTANCE_GUARD_CS3_SECRET_FILE,
 // INSTANCE_GUARD_CS3_SECRET or INSTANCE_GUARD_PASSWORD (first found wins).
-// User info in the URL is refused. Also takes ca_file, insecure, logger and
-// ttl (max_clock_skew = ttl/10) from `options`.
+// User info in the URL is refused. Also takes ca_file, insecure and logger
+// from `options`. The timeouts and the skew threshold follow the guard that
+// uses the store (Store::tune).
 INSTANCE_EXPORT Result<Cs3StoreOptions> parse_cs3_url(std::string_view url,
                                                       const OpenOptions& options);
 

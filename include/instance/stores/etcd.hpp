@@ -86,6 +86,8 @@ struct EtcdStoreOptions {
   std::filesystem::path client_key;   // its private key (PEM); empty: in client_cert
   bool insecure = false;              // skip TLS verification (warned about at creation)
 
+  // Upper bounds: a guard shortens retry_deadline and request_timeout to its
+  // renewal period (Store::tune; StoreTimeouts has the rule).
   std::chrono::milliseconds connect_timeout{3000};   // per connection attempt
   std::chrono::milliseconds request_timeout{10000};  // per request, whole transfer
   std::chrono::milliseconds retry_deadline{10000};   // all attempts of one operation
@@ -106,9 +108,9 @@ struct EtcdStoreOptions {
 // options.token_file or INSTANCE_GUARD_TOKEN. Files win over the
 // environment; a token and a password together are refused, and so is a
 // password in the URL (no message echoes it). Also takes ca_file,
-// client_cert, client_key, insecure
-// and logger, and sets retry_deadline to ttl/3 (between 1 s and 10 s) so an
-// operation never outlasts a renewal period.
+// client_cert, client_key, insecure and logger. The timeouts follow the
+// guard that uses the store (Store::tune: retry_deadline ttl/3, between 1 s
+// and 10 s, so an operation never outlasts a renewal period).
 INSTANCE_EXPORT Result<EtcdStoreOptions> parse_etcd_url(std::string_view url,
                                                         const OpenOptions& options);
 

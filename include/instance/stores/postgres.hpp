@@ -31,9 +31,12 @@
 // Retries: one connection per store, made on first use and remade when
 // lost. A statement that fails because the connection failed (refused,
 // reset, server shutting down or starting up), or with a serialization
-// failure or deadlock, is retried with exponential backoff and full jitter
-// until `retry_deadline`; then Errc::unavailable (Errc::timeout when the
-// last attempt timed out), naming the redacted endpoint. Writes carry a
+// failure or deadlock, is retried with exponential backoff and equal jitter
+// until `retry_deadline` (on `clock`), or the current StartupBudget's
+// deadline when earlier (instance/startup_budget.hpp); a later attempt's
+// connect and statement wait at most the time left. Then Errc::unavailable
+// (Errc::timeout when the last attempt timed out), naming the redacted
+// endpoint. Writes carry a
 // nonce so that a retry of a write whose first attempt may have applied
 // recognises its own work (create and replace_if succeed, remove, remove_if
 // and unlock count "gone" as done, lock finds its own token).
@@ -91,14 +94,19 @@ struct PostgresStoreOptions {
   // when empty.
   std::string endpoint;
 
+  // Upper bounds: a guard shortens retry_deadline, request_timeout and (as
+  // the retry budget) connect_timeout to its renewal period (Store::tune;
+  // StoreTimeouts has the rule).
   std::chrono::milliseconds connect_timeout{5000};  // per connection attempt
   std::chrono::milliseconds request_timeout{5000};  // per statement
   std::chrono::milliseconds retry_deadline{10000};  // all attempts of one operation
   std::chrono::milliseconds initial_backoff{50};    // first retry delay (before jitter)
   std::chrono::milliseconds max_backoff{1000};      // retry delay cap
 
-  // Warn (once) when the server's clock differs from clock->wall() by more.
+  // Warn (once) when the server's clock differs from clock->wall() by more;
+  // a guard sets it to its max_skew (Store::tune).
   std::chrono::nanoseconds max_clock_skew = std::chrono::seconds(12);
+  // Retry deadlines and pauses run on it (tests inject a FakeClock).
   std::shared_ptr<Clock> clock;  // the system clock when null
 
   std::shared_ptr<Logger> logger;  // null: discard
@@ -114,8 +122,8 @@ struct PostgresStoreOptions {
 // INSTANCE_GUARD_PASSWORD (else libpq's own PGPASSWORD, PGPASSFILE,
 // ~/.pgpass); the user from options.user, INSTANCE_GUARD_USER or the URL. A
 // token (options.token_file) is refused. options.ca_file sets sslrootcert
-// (and sslmode=verify-full unless the URL sets sslmode). Timeouts follow the
-// lease: max_clock_skew = ttl/10, retry_deadline = ttl/3 within [1 s, 10 s].
+// (and sslmode=verify-full unless the URL sets sslmode). The timeouts follow
+// the guard that uses the store (Store::tune), never the URL.
 INSTANCE_EXPORT Result<PostgresStoreOptions> parse_postgres_url(std::string_view url,
                                                                 const OpenOptions& options);
 

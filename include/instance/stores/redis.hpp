@@ -37,9 +37,11 @@
 //
 // Retries: a lost or refused connection, a timeout and the replies LOADING,
 // BUSY, TRYAGAIN and MASTERDOWN are retried with a fresh connection and
-// exponential backoff (full jitter) until `retry_deadline` runs out; then
-// Errc::unavailable (Errc::timeout when the last attempt timed out), with a
-// message saying what to check. A write whose earlier attempt may have
+// exponential backoff (equal jitter) until `retry_deadline` (on `clock`), or
+// the current StartupBudget's deadline when earlier
+// (instance/startup_budget.hpp), runs out; a later attempt's socket timeouts
+// are at most the time left. Then Errc::unavailable (Errc::timeout when the
+// last attempt timed out), with a message saying what to check. A write whose earlier attempt may have
 // reached the server is resolved on retry: create, replace_if and lock
 // recognise their own write by its fresh version or nonce, and remove /
 // remove_if count "already gone" as done.
@@ -95,15 +97,18 @@ struct RedisStoreOptions {
   std::string user;
   std::string password;
 
+  // Upper bounds: a guard shortens retry_deadline and command_timeout to
+  // its renewal period (Store::tune; StoreTimeouts has the rule).
   std::chrono::milliseconds connect_timeout{2000};  // per connection attempt
   std::chrono::milliseconds command_timeout{5000};  // per command (socket timeouts)
   std::chrono::milliseconds retry_deadline{10000};  // all attempts of one operation
   std::chrono::milliseconds initial_backoff{50};    // first retry delay (before jitter)
   std::chrono::milliseconds max_backoff{1000};      // retry delay cap
 
-  // Warn (once) when the server's TIME differs from clock->wall() by more.
-  // parse_redis_url sets it to ttl/10.
+  // Warn (once) when the server's TIME differs from clock->wall() by more;
+  // a guard sets it to its max_skew (Store::tune).
   std::chrono::nanoseconds max_clock_skew = std::chrono::seconds(12);
+  // Retry deadlines and pauses run on it (tests inject a FakeClock).
   std::shared_ptr<Clock> clock;  // the system clock when null
 
   std::shared_ptr<Logger> logger;     // null: discard
@@ -120,9 +125,8 @@ struct RedisStoreOptions {
 // refused with Errc::invalid pointing at the file and the environment: the
 // URL shows in `ps`, shell history and logs; no message ever echoes it. A
 // user without a password, a token, and `rediss://` (no TLS here) are
-// refused too. Also takes logger and ttl (max_clock_skew = ttl/10;
-// retry_deadline = ttl/4, between 1 s and 10 s, so a renewal's retries end
-// before the next renewal is due) from `options`.
+// refused too. Also takes the logger from `options`. The timeouts follow the
+// guard that uses the store (Store::tune), never the URL.
 INSTANCE_EXPORT Result<RedisStoreOptions> parse_redis_url(std::string_view url,
                                                           const OpenOptions& options);
 

@@ -125,14 +125,16 @@ struct WebDavStoreOptions {
   std::filesystem::path client_key;   // its private key (PEM); empty: in client_cert
   bool insecure = false;              // skip TLS verification (warned about at creation)
 
+  // Upper bounds: a guard shortens retry_deadline and request_timeout to its
+  // renewal period (Store::tune; StoreTimeouts has the rule).
   std::chrono::milliseconds connect_timeout{5000};   // per connection attempt
   std::chrono::milliseconds request_timeout{15000};  // per request, whole transfer
   std::chrono::milliseconds retry_deadline{20000};   // all attempts of one operation
   std::chrono::milliseconds initial_backoff{50};     // first retry delay (before jitter)
   std::chrono::milliseconds max_backoff{2000};       // retry delay cap
 
-  // Warn (once) when the server's Date differs from clock->wall() by more.
-  // parse_webdav_url sets it to ttl/10.
+  // Warn (once) when the server's Date differs from clock->wall() by more;
+  // a guard sets it to its max_skew (Store::tune).
   std::chrono::nanoseconds max_clock_skew = std::chrono::seconds(12);
   std::shared_ptr<Clock> clock;  // the system clock when null
 
@@ -169,8 +171,8 @@ struct WebDavStoreOptions {
 // the environment; a token and a password together are refused. A password
 // in the URL is refused (Errc::invalid, pointing at the file and environment
 // options); no message ever echoes it. Also takes ca_file, client_cert,
-// client_key, insecure, logger
-// and ttl (max_clock_skew = ttl/10) from `options`.
+// client_key, insecure and logger from `options`. The timeouts and the skew
+// threshold follow the guard that uses the store (Store::tune).
 INSTANCE_EXPORT Result<WebDavStoreOptions> parse_webdav_url(std::string_view url,
                                                             const OpenOptions& options);
 

@@ -123,7 +123,6 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
   out.insecure = options.insecure;
   out.read_only = options.read_only;
   out.logger = options.logger;
-  out.max_clock_skew = options.ttl / 10;
   return out;
 }
 

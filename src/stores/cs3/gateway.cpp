@@ -28,7 +28,7 @@ std::string space_filter_id(std::string_view space_id) {
 }  // namespace
 
 void Cs3Store::prepare(grpc::ClientContext& context, const std::string& token) const {
-  context.set_deadline(std::chrono::system_clock::now() + options_.call_timeout);
+  context.set_deadline(std::chrono::system_clock::now() + timeouts_.get().request_timeout);
   if (!token.empty()) context.AddMetadata("x-access-token", token);
 }
 
@@ -224,7 +224,8 @@ void Cs3Store::check_date(const std::string& date) {
   const auto ours = options_.clock->wall();
   const auto skew = ours > server ? ours - server : server - ours;
   // The Date header has whole seconds: allow one more.
-  if (skew > options_.max_clock_skew + std::chrono::seconds(1) && !skew_warned_.exchange(true)) {
+  const Duration max_skew = timeouts_.get().max_clock_skew.value_or(Duration::max() / 2);
+  if (skew > max_skew + std::chrono::seconds(1) && !skew_warned_.exchange(true)) {
     options_.logger->warn(
         "the CS3 data gateway's clock differs from ours; CS3 lock expirations are computed on "
         "our clock and judged on the server's",

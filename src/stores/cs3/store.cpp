@@ -57,7 +57,7 @@ net::Response Cs3Store::transfer(bool put, const std::string& url, std::string_v
                        .body = body,
                        .has_body = put,
                        .max_body = max_body,
-                       .timeout = options_.call_timeout};
+                       .timeout = timeouts_.get().request_timeout};
   if (put) request.headers.emplace_back("Content-Type: application/octet-stream");
   net::Response r = data_->perform(request);
   if (r.transport_ok()) check_date(r.header("Date"));

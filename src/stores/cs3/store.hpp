@@ -86,9 +86,15 @@ class Cs3Store final : public Store {
       : options_(std::move(options)),
         where_(std::move(where)),
         stub_(std::move(stub)),
-        data_(std::move(data)) {}
+        data_(std::move(data)),
+        timeouts_({.retry_deadline = options_.retry_deadline,
+                   .request_timeout = options_.call_timeout,
+                   .max_clock_skew = options_.max_clock_skew}) {}
 
   std::string describe() const override { return where_; }
+  void tune(const StoreTiming& timing) override {
+    timeouts_.tune(timing, *options_.logger, where_);
+  }
   Capabilities capabilities() override;
   Result<Document> get(const Key& key) override;
   Result<std::string> create(const Key& key, std::string_view data) override {
@@ -148,13 +154,14 @@ class Cs3Store final : public Store {
   // or retry_deadline passes; the error names op, key and endpoint.
   template <class T, class Attempt>
   Result<T> with_retries(std::string_view op, const Key& key, Attempt&& attempt) {
+    const StoreTimeouts timeouts = timeouts_.get();
     net::Retry retry({.initial_backoff = options_.initial_backoff,
                       .max_backoff = options_.max_backoff,
-                      .deadline = options_.retry_deadline},
+                      .deadline = timeouts.retry_deadline},
                      *options_.clock, net::random_seed());
     bool maybe_applied = false;
     while (true) {
-      (void)retry.begin_attempt(options_.call_timeout);
+      (void)retry.begin_attempt(timeouts.request_timeout);
       Try<T> r = attempt(maybe_applied);
       if (r) {
         if constexpr (std::is_void_v<T>) {
@@ -247,6 +254,7 @@ class Cs3Store final : public Store {
   const std::string where_;
   const std::unique_ptr<gw::GatewayAPI::Stub> stub_;
   const std::unique_ptr<net::Client> data_;  // the data gateway
+  TunedTimeouts timeouts_;  // retry_deadline, call_timeout, max_clock_skew (tune())
 
   std::mutex session_mu_;
   std::string token_;                   // empty: authenticate first

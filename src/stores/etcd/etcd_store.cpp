@@ -138,9 +138,18 @@ json delete_op(const std::string& key) {
 class EtcdStore final : public Store {
  public:
   EtcdStore(EtcdStoreOptions options, std::unique_ptr<net::Client> http, std::string shown)
-      : options_(std::move(options)), http_(std::move(http)), shown_(std::move(shown)) {}
+      : options_(std::move(options)),
+        http_(std::move(http)),
+        shown_(std::move(shown)),
+        timeouts_({.retry_deadline = options_.retry_deadline,
+                   .request_timeout = options_.request_timeout,
+                   .max_clock_skew = std::nullopt}) {}
 
   std::string describe() const override { return shown_; }
+
+  void tune(const StoreTiming& timing) override {
+    timeouts_.tune(timing, options_.logger ? *options_.logger : *null_logger(), shown_);
+  }
 
   Capabilities capabilities() override {
     return {
@@ -512,14 +521,15 @@ class EtcdStore final : public Store {
   Result<Reply> call(const std::string& what, std::string_view path, const json& body,
                      std::size_t max_body) {
     const std::string payload = body.dump();
+    const StoreTimeouts timeouts = timeouts_.get();
     net::Retry retry({.initial_backoff = options_.initial_backoff,
                       .max_backoff = options_.max_backoff,
-                      .deadline = options_.retry_deadline},
+                      .deadline = timeouts.retry_deadline},
                      *options_.clock, net::random_seed());
     bool maybe_applied = false;
     bool logged_in_again = false;
     while (true) {
-      const auto timeout = retry.begin_attempt(options_.request_timeout);
+      const auto timeout = retry.begin_attempt(timeouts.request_timeout);
       Failure f;
       auto auth = authorization(timeout);
       if (auth) {
@@ -560,7 +570,8 @@ class EtcdStore final : public Store {
   EtcdStoreOptions options_;
   std::unique_ptr<net::Client> http_;
   std::string shown_;
-  LockGrants grants_;  // each lock token's granted TTL (lock_granted)
+  TunedTimeouts timeouts_;  // retry_deadline and request_timeout (tune())
+  LockGrants grants_;       // each lock token's granted TTL (lock_granted)
   std::mutex auth_mu_;
   std::string token_;           // from /v3/auth/authenticate; guarded by auth_mu_
   bool auth_disabled_ = false;  // guarded by auth_mu_

@@ -104,9 +104,6 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
   out.client_key = options.client_key;
   out.insecure = options.insecure;
   out.logger = options.logger;
-  const auto third = std::chrono::duration_cast<std::chrono::milliseconds>(options.ttl / 3);
-  out.retry_deadline =
-      std::clamp(third, std::chrono::milliseconds(1000), std::chrono::milliseconds(10000));
   return out;
 }
 

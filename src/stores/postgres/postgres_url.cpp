@@ -138,12 +138,6 @@ Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const Open
 
   out.endpoint = postgres::endpoint_of(out.params, out.table);
   out.logger = options.logger;
-  out.max_clock_skew = options.ttl / 10;
-  const auto third = std::chrono::duration_cast<std::chrono::milliseconds>(options.ttl / 3);
-  out.retry_deadline =
-      std::clamp(third, std::chrono::milliseconds(1000), std::chrono::milliseconds(10000));
-  out.request_timeout = std::min(out.request_timeout, out.retry_deadline);
-  out.connect_timeout = std::min(out.connect_timeout, out.retry_deadline);
   return out;
 }
 

@@ -4,11 +4,11 @@
 #include <charconv>
 #include <mutex>
 #include <random>
-#include <thread>
 
 #include "connection.hpp"
 #include "instance/credentials.hpp"  // printable
 #include "instance/stores/postgres.hpp"
+#include "net/retry.hpp"
 #include "sql.hpp"
 
 namespace instance {
@@ -17,7 +17,6 @@ namespace {
 using postgres::Outcome;
 using postgres::Param;
 using postgres::Row;
-using postgres::SteadyTime;
 
 std::string random_nonce() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -64,10 +63,17 @@ class PostgresStore final : public Store {
   explicit PostgresStore(PostgresStoreOptions options)
       : options_(std::move(options)),
         sql_(options_.table),
+        timeouts_({.retry_deadline = options_.retry_deadline,
+                   .request_timeout = options_.request_timeout,
+                   .max_clock_skew = options_.max_clock_skew}),
         conn_(options_.params, options_.password),
         clock_(options_.clock ? options_.clock : system_clock()) {}
 
   std::string describe() const override { return options_.endpoint; }
+
+  void tune(const StoreTiming& timing) override {
+    timeouts_.tune(timing, options_.logger ? *options_.logger : *null_logger(), options_.endpoint);
+  }
 
   Capabilities capabilities() override {
     return {
@@ -258,19 +264,25 @@ class PostgresStore final : public Store {
     bool maybe_applied_before = false;  // an earlier attempt may have run the statement
   };
 
-  // Runs one statement, retrying what a retry may cure until the deadline.
+  // Runs one statement, retrying what a retry may cure with net::Retry:
+  // pauses and the deadline (the tuned retry_deadline, or the start-up
+  // budget's when earlier) on the store's clock, each attempt's I/O bounded
+  // by the time left.
   Result<Reply> exec(std::string_view op, const Key& key, const char* statement,
                      std::span<const Param> params) {
     std::lock_guard lock(mu_);
-    const SteadyTime deadline = std::chrono::steady_clock::now() + options_.retry_deadline;
-    auto backoff = options_.initial_backoff;
+    const StoreTimeouts timeouts = timeouts_.get();
+    net::Retry retry({.initial_backoff = options_.initial_backoff,
+                      .max_backoff = options_.max_backoff,
+                      .deadline = timeouts.retry_deadline},
+                     *clock_, net::random_seed());
     bool schema_retried = false;
     Reply reply;
-    for (int attempt = 1;; ++attempt) {
-      Outcome out = ready();
+    while (true) {
+      const auto timeout = retry.begin_attempt(timeouts.request_timeout);
+      Outcome out = ready(timeout);
       if (out.kind == Outcome::ok) {
-        out = conn_.run(statement, params,
-                        std::chrono::steady_clock::now() + options_.request_timeout);
+        out = conn_.run(statement, params, std::chrono::steady_clock::now() + timeout);
       }
       if (out.kind == Outcome::ok) {
         reply.rows = std::move(out.rows);
@@ -283,27 +295,26 @@ class PostgresStore final : public Store {
         continue;
       }
       if (out.kind != Outcome::sql_error) lost_ = true;
-      const auto now = std::chrono::steady_clock::now();
-      if (!postgres::is_retryable(out) || now + backoff >= deadline) {
-        return std::unexpected(error_for(op, key, out, attempt));
-      }
+      const auto pause = postgres::is_retryable(out) ? retry.next_pause() : std::nullopt;
+      if (!pause) return std::unexpected(error_for(op, key, out, retry.attempts()));
+      const std::string why = scrub(out.message);
       if (auto* log = options_.logger.get()) {
-        log->debug("PostgreSQL statement failed; retrying", {{"op", std::string(op)},
-                                                             {"store", options_.endpoint},
-                                                             {"error", scrub(out.message)},
-                                                             {"attempt", std::to_string(attempt)}});
+        log->debug("PostgreSQL statement failed; retrying",
+                   {{"op", std::string(op)},
+                    {"store", options_.endpoint},
+                    {"error", why},
+                    {"attempt", std::to_string(retry.attempts())}});
       }
-      thread_local std::mt19937_64 rng{std::random_device{}()};
-      std::uniform_int_distribution<long long> jitter(0, backoff.count());
-      std::this_thread::sleep_for(std::chrono::milliseconds(jitter(rng)));
-      backoff = std::min(backoff * 2, options_.max_backoff);
+      retry.wait(*pause, what(op, key) + ": " + why);
     }
   }
 
-  // Connected, clock checked, table present (mu_ held).
-  Outcome ready() {
+  // Connected, clock checked, table present (mu_ held); each step's I/O
+  // within `timeout` (a connection within connect_timeout too).
+  Outcome ready(std::chrono::milliseconds timeout) {
     if (!conn_.connected()) {
-      Outcome out = conn_.connect(std::chrono::steady_clock::now() + options_.connect_timeout);
+      Outcome out = conn_.connect(std::chrono::steady_clock::now() +
+                                  std::min(options_.connect_timeout, timeout));
       if (out.kind != Outcome::ok) return out;
       if (lost_ && connected_once_) {
         if (auto* log = options_.logger.get()) {
@@ -312,10 +323,10 @@ class PostgresStore final : public Store {
       }
       lost_ = false;
       connected_once_ = true;
-      check_clock();
+      check_clock(timeout);
     }
     if (!schema_ready_) {
-      Outcome out = make_schema();
+      Outcome out = make_schema(timeout);
       if (out.kind != Outcome::ok) return out;
       schema_ready_ = true;
     }
@@ -324,8 +335,8 @@ class PostgresStore final : public Store {
 
   // Creates the table and its sequences when missing; concurrent creators
   // are serialised by an advisory lock.
-  Outcome make_schema() {
-    const auto deadline = std::chrono::steady_clock::now() + options_.request_timeout;
+  Outcome make_schema(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
     const Param names[] = {{sql_.table_ident}, {sql_.version_seq_ident}, {sql_.epoch_seq_ident}};
     Outcome out = conn_.run(sql_.exists.c_str(), names, deadline);
     if (out.kind != Outcome::ok) return out;
@@ -345,10 +356,10 @@ class PostgresStore final : public Store {
   }
 
   // Compares the server's clock with ours, once per connection; one warning.
-  void check_clock() {
+  void check_clock(std::chrono::milliseconds timeout) {
     const WallTime before = clock_->wall();
-    Outcome out = conn_.run(sql_.server_time.c_str(), {},
-                            std::chrono::steady_clock::now() + options_.request_timeout);
+    Outcome out =
+        conn_.run(sql_.server_time.c_str(), {}, std::chrono::steady_clock::now() + timeout);
     const WallTime after = clock_->wall();
     if (out.kind != Outcome::ok || out.rows.empty() || out.rows.front().empty() ||
         !out.rows.front()[0]) {
@@ -360,7 +371,7 @@ class PostgresStore final : public Store {
     const WallTime server{std::chrono::microseconds(micros)};
     const WallTime ours = before + (after - before) / 2;
     const auto skew = server > ours ? server - ours : ours - server;
-    if (skew > options_.max_clock_skew && !skew_warned_) {
+    if (skew > timeouts_.get().max_clock_skew.value_or(Duration::max()) && !skew_warned_) {
       skew_warned_ = true;
       if (auto* log = options_.logger.get()) {
         log->warn(
@@ -428,6 +439,7 @@ class PostgresStore final : public Store {
 
   const PostgresStoreOptions options_;
   const postgres::Statements sql_;
+  TunedTimeouts timeouts_;  // retry_deadline, request_timeout, max_clock_skew (tune())
   std::mutex mu_;  // guards everything below
   postgres::Connection conn_;
   std::shared_ptr<Clock> clock_;

@@ -84,10 +84,20 @@ std::unique_ptr<Connection> Connection::open(const std::string& host, int port,
     return nullptr;
   }
   (void)redisEnableKeepAlive(c);
-  return std::unique_ptr<Connection>(new Connection(c));
+  return std::unique_ptr<Connection>(new Connection(c, command_timeout));
 }
 
 Connection::~Connection() { redisFree(context_); }
+
+bool Connection::set_timeout(std::chrono::milliseconds command_timeout, TransportError& error) {
+  if (command_timeout == timeout_) return true;
+  if (redisSetTimeout(context_, to_timeval(command_timeout)) != REDIS_OK) {
+    error = {std::string("cannot set the socket timeout: ") + context_->errstr, false, false};
+    return false;
+  }
+  timeout_ = command_timeout;
+  return true;
+}
 
 ReplyPtr Connection::command(const std::vector<std::string_view>& args, TransportError& error) {
   std::vector<const char*> argv;

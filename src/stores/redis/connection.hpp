@@ -45,13 +45,20 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
+  // Sets the socket timeout for the next commands (a no-op when it is
+  // already `command_timeout`); false with `error` set when it cannot (the
+  // connection is then unusable).
+  bool set_timeout(std::chrono::milliseconds command_timeout, TransportError& error);
+
   // Sends one command (binary-safe arguments) and reads its reply; null with
   // `error` set when the connection failed (it is then unusable).
   ReplyPtr command(const std::vector<std::string_view>& args, TransportError& error);
 
  private:
-  explicit Connection(redisContext* context) : context_(context) {}
+  Connection(redisContext* context, std::chrono::milliseconds timeout)
+      : context_(context), timeout_(timeout) {}
   redisContext* context_;
+  std::chrono::milliseconds timeout_;  // the socket timeout in force
 };
 
 }  // namespace instance::redis

@@ -166,10 +166,6 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
     return std::unexpected(creds.error());
   }
   out.logger = options.logger;
-  out.max_clock_skew = options.ttl / 10;
-  const auto quarter = std::chrono::duration_cast<std::chrono::milliseconds>(options.ttl / 4);
-  out.retry_deadline =
-      std::clamp(quarter, std::chrono::milliseconds(1000), std::chrono::milliseconds(10000));
   return out;
 }
 

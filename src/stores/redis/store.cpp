@@ -9,19 +9,18 @@
 #include <optional>
 #include <random>
 #include <set>
-#include <thread>
 
 #include "connection.hpp"
 #include "instance/credentials.hpp"  // printable
 #include "instance/stores/redis.hpp"
 #include "instance/time.hpp"
+#include "net/retry.hpp"
 #include "scripts.hpp"
 
 namespace instance {
 namespace redis {
 namespace {
 
-using Steady = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 // Redis glob (SCAN MATCH): '*', '?', '[', ']' and '\' are escaped.
@@ -58,18 +57,22 @@ class RedisStore final : public Store {
         doc_ns_(options_.prefix + "doc:"),
         lock_ns_(options_.prefix + "lock:"),
         epoch_ns_(options_.prefix + "epoch:"),
-        jitter_rng_(std::random_device{}()) {
+        timeouts_({.retry_deadline = options_.retry_deadline,
+                   .request_timeout = options_.command_timeout,
+                   .max_clock_skew = options_.max_clock_skew}) {
     if (!options_.clock) options_.clock = system_clock();
   }
 
   std::string describe() const override { return where_; }
+
+  void tune(const StoreTiming& timing) override { timeouts_.tune(timing, *log_, where_); }
 
   Capabilities capabilities() override {
     if (!probed_.load()) {
       // An unreachable server is asked again, but at most every 30 s: the
       // guard asks for capabilities on every claim and renewal.
       std::lock_guard lock(probe_mu_);
-      const auto now = Steady::now();
+      const MonoTime now = options_.clock->monotonic();
       if (!probed_.load() && (!last_probe_ || now - *last_probe_ >= 30s)) {
         last_probe_ = now;
         if (probe()) probed_ = true;
@@ -402,9 +405,11 @@ class RedisStore final : public Store {
   // a "not now" reply sets `transport` and answers Step::retry; a refusal
   // (credentials, database number) sets `fatal` and answers Step::fatal.
   enum class Step { ok, retry, fatal };
-  Step connect(std::string_view op, const Key& key, TransportError& transport, Error& fatal) {
-    auto connection = Connection::open(options_.host, options_.port, options_.connect_timeout,
-                                       options_.command_timeout, transport);
+  Step connect(std::string_view op, const Key& key, std::chrono::milliseconds timeout,
+               TransportError& transport, Error& fatal) {
+    auto connection = Connection::open(options_.host, options_.port,
+                                       std::min(options_.connect_timeout, timeout), timeout,
+                                       transport);
     if (!connection) return Step::retry;
     if (options_.stats) ++options_.stats->connections;
     auto handshake = [&](const std::vector<std::string_view>& argv) -> Step {
@@ -437,25 +442,36 @@ class RedisStore final : public Store {
   }
 
   // Sends one command, reconnecting and retrying transport failures and
-  // "not now" replies until retry_deadline (one attempt when !retry). An
-  // error reply becomes an Error; any other reply is returned.
+  // "not now" replies with net::Retry: pauses and the deadline (the tuned
+  // retry_deadline, or the start-up budget's when earlier) on the store's
+  // clock, each attempt's socket timeout at most the time left (one attempt
+  // when !retry). An error reply becomes an Error; any other reply is
+  // returned.
   Result<Sent> send(std::string_view op, const Key& key, const std::vector<std::string_view>& argv,
                     bool retry = true) {
     std::lock_guard lock(mu_);
-    const auto start = Steady::now();
-    const auto deadline = start + options_.retry_deadline;
-    auto backoff = std::chrono::duration_cast<Steady::duration>(options_.initial_backoff);
+    const StoreTimeouts timeouts = timeouts_.get();
+    Clock& clock = *options_.clock;
+    const MonoTime start = clock.monotonic();
+    net::Retry retries({.initial_backoff = options_.initial_backoff,
+                        .max_backoff = options_.max_backoff,
+                        .deadline = timeouts.retry_deadline},
+                       clock, net::random_seed());
     Sent sent;
     TransportError last;
     for (;;) {
-      ++sent.attempts;
+      const auto timeout = retries.begin_attempt(timeouts.request_timeout);
+      sent.attempts = retries.attempts();
       if (sent.attempts > 1 && options_.stats) ++options_.stats->retries;
       TransportError transport;
       Step step = Step::ok;
       if (!connection_) {
         Error fatal;
-        step = connect(op, key, transport, fatal);
+        step = connect(op, key, timeout, transport, fatal);
         if (step == Step::fatal) return std::unexpected(std::move(fatal));
+      } else if (!connection_->set_timeout(timeout, transport)) {
+        connection_.reset();
+        step = Step::retry;
       }
       if (step == Step::ok) {
         if (options_.stats) ++options_.stats->requests;
@@ -472,15 +488,11 @@ class RedisStore final : public Store {
         }
       }
       last = std::move(transport);
-      const auto now = Steady::now();
-      if (!retry || now >= deadline) break;
-      std::uniform_int_distribution<Steady::rep> jitter(0, backoff.count());
-      const Steady::duration pause(jitter(jitter_rng_));  // full jitter; mu_ guards the generator
-      std::this_thread::sleep_for(std::min(pause, deadline - now));
-      backoff =
-          std::min(backoff * 2, std::chrono::duration_cast<Steady::duration>(options_.max_backoff));
+      const auto pause = retry ? retries.next_pause() : std::nullopt;
+      if (!pause) break;
+      retries.wait(*pause, what(op, key) + ": " + last.message);
     }
-    const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - start);
+    const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(clock.monotonic() - start);
     std::string message = what(op, key) + ": " + last.message;
     if (sent.attempts > 1) {
       message += " (after " + std::to_string(sent.attempts) + " attempts in " +
@@ -515,7 +527,7 @@ class RedisStore final : public Store {
             std::chrono::seconds(secs) + std::chrono::microseconds(micros))};
         const WallTime ours = before + (after - before) / 2;
         const auto skew = server > ours ? server - ours : ours - server;
-        if (skew > options_.max_clock_skew) {
+        if (skew > timeouts_.get().max_clock_skew.value_or(Duration::max())) {
           log_->warn(
               "the Redis server's clock differs from ours; leases are judged on the "
               "server's clock, records on each guard's",
@@ -545,13 +557,13 @@ class RedisStore final : public Store {
   const std::string doc_ns_;
   const std::string lock_ns_;
   const std::string epoch_ns_;
+  TunedTimeouts timeouts_;  // retry_deadline, command_timeout, max_clock_skew (tune())
 
   std::mutex mu_;  // guards connection_; held for a whole operation with its retries
   std::unique_ptr<Connection> connection_;
-  std::mt19937_64 jitter_rng_;  // retry jitter only (mu_ held)
   std::mutex probe_mu_;
   std::atomic<bool> probed_{false};
-  std::optional<Steady::time_point> last_probe_;  // probe_mu_
+  std::optional<MonoTime> last_probe_;  // probe_mu_, on options_.clock
 };
 
 }  // namespace

@@ -73,11 +73,18 @@ class WebDavStore final : public Store {
       : options_(std::move(options)),
         base_(std::move(base)),
         http_(std::move(http)),
-        where_(redact_url(base_.origin + base_.path)) {
+        where_(redact_url(base_.origin + base_.path)),
+        timeouts_({.retry_deadline = options_.retry_deadline,
+                   .request_timeout = options_.request_timeout,
+                   .max_clock_skew = options_.max_clock_skew}) {
     if (!options_.probe_capabilities) if_none_match_honoured_ = true;
   }
 
   std::string describe() const override { return where_; }
+
+  void tune(const StoreTiming& timing) override {
+    timeouts_.tune(timing, *options_.logger, where_);
+  }
 
   Capabilities capabilities() override;
   Result<Document> get(const Key& key) override;
@@ -236,6 +243,7 @@ class WebDavStore final : public Store {
   const BaseUrl base_;
   const std::unique_ptr<net::Client> http_;
   const std::string where_;
+  TunedTimeouts timeouts_;  // retry_deadline, request_timeout, max_clock_skew (tune())
 
   std::mutex folders_mu_;
   std::set<Key> folders_;         // folders known to exist ({} = the base)

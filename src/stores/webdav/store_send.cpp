@@ -12,13 +12,14 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
 WebDavStore::Sent WebDavStore::send(net::Request request) {
+  const StoreTimeouts timeouts = timeouts_.get();
   net::Retry retry({.initial_backoff = options_.initial_backoff,
                     .max_backoff = options_.max_backoff,
-                    .deadline = options_.retry_deadline},
+                    .deadline = timeouts.retry_deadline},
                    *options_.clock, net::random_seed());
   Sent sent;
   while (true) {
-    request.timeout = retry.begin_attempt(options_.request_timeout);
+    request.timeout = retry.begin_attempt(timeouts.request_timeout);
     const auto attempt_start = steady_clock::now();
     sent.response = http_->perform(request);
     sent.attempts = retry.attempts();
@@ -59,7 +60,8 @@ void WebDavStore::check_date(const net::Response& response) {
   if (!server) return;
   const auto local = options_.clock->wall();
   const auto skew = local > *server ? local - *server : *server - local;
-  if (skew <= options_.max_clock_skew) return;
+  const Duration max_skew = timeouts_.get().max_clock_skew.value_or(Duration::max());
+  if (skew <= max_skew) return;
   if (skew_warned_.exchange(true)) return;
   options_.logger->warn(
       "the WebDAV server's clock and ours disagree by more than the allowed skew; lease expiry "
@@ -68,7 +70,7 @@ void WebDavStore::check_date(const net::Response& response) {
        {"server_date", date},
        {"local_time", format_rfc3339(local)},
        {"skew", format_duration(std::chrono::duration_cast<Duration>(skew))},
-       {"max_skew", format_duration(options_.max_clock_skew)}});
+       {"max_skew", format_duration(max_skew)}});
 }
 
 }  // namespace instance::webdav

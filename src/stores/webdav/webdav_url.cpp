@@ -168,7 +168,6 @@ Result<WebDavStoreOptions> parse_webdav_url(std::string_view url, const OpenOpti
   out.client_key = options.client_key;
   out.insecure = options.insecure;
   out.logger = options.logger;
-  out.max_clock_skew = options.ttl / 10;
   out.read_only = options.read_only;
   out.create_path = options.create_path;
   return out;

@@ -96,16 +96,6 @@ TEST(EtcdUrl, IncompleteOrDoubleCredentialsAreRefused) {
   EXPECT_NE(r.error().message.find("/nonexistent/pw"), std::string::npos);
 }
 
-TEST(EtcdUrl, RetriesEndWithinARenewalPeriod) {
-  auto options = with_env({});
-  options.ttl = 6s;
-  EXPECT_EQ(parse_etcd_url("etcd://h", options)->retry_deadline, 2s);
-  options.ttl = 1s;
-  EXPECT_EQ(parse_etcd_url("etcd://h", options)->retry_deadline, 1s);
-  options.ttl = 10min;
-  EXPECT_EQ(parse_etcd_url("etcd://h", options)->retry_deadline, 10s);
-}
-
 TEST(EtcdUrl, OpenStoreBuildsTheStoreAndDescribesItWithoutSecrets) {
   auto s = open_store("etcd://root@127.0.0.1:23790/app",
                       with_env({{"INSTANCE_GUARD_PASSWORD", "Hidden-Pw-9"}}));

@@ -46,17 +46,6 @@ TEST(RedisUrl, DefaultsAndFullForm) {
   EXPECT_EQ(describe_redis(v6), "redis://[::1]:7000/0?prefix=instance-guard:");
 }
 
-TEST(RedisUrl, RetryDeadlineFollowsTheTtl) {
-  OpenOptions o = with_env({});
-  o.ttl = 8s;
-  EXPECT_EQ(parse_redis_url("redis://h", o)->retry_deadline, 2000ms);
-  o.ttl = 2min;
-  EXPECT_EQ(parse_redis_url("redis://h", o)->retry_deadline, 10000ms);
-  o.ttl = 1s;
-  EXPECT_EQ(parse_redis_url("redis://h", o)->retry_deadline, 1000ms);
-  EXPECT_EQ(parse_redis_url("redis://h", o)->max_clock_skew, 100ms);
-}
-
 TEST(RedisUrl, BadUrlsAreInvalidWithAReason) {
   for (const char* url :
        {"redis://", "redis://:6379", "redis://h:0", "redis://h:65536", "redis://h:x",

@@ -173,16 +173,14 @@ TEST(WebDavUrl, CredentialsFromFilesWinOverTheEnvironment) {
   std::filesystem::remove(empty);
 }
 
-TEST(WebDavUrl, TakesTlsLoggerAndSkewFromOpenOptions) {
+TEST(WebDavUrl, TakesTlsAndLoggerFromOpenOptions) {
   auto options = with_env({});
   options.insecure = true;
   options.ca_file = "/etc/ssl/certs/ca-certificates.crt";
-  options.ttl = std::chrono::seconds(30);
   auto r = parse_webdav_url("webdavs://h/s", options);
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_TRUE(r->insecure);
   EXPECT_EQ(r->ca_file, options.ca_file);
-  EXPECT_EQ(r->max_clock_skew, std::chrono::seconds(3));
 }
 
 TEST(WebDavUrl, OpenStoreDispatchesWebDavSchemes) {
