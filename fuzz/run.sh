@@ -45,7 +45,7 @@ sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 if [[ ! -f $build/CMakeCache.txt ]]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG" \
-    -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="$cc" \
+    -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="$cc" -DCMAKE_UNITY_BUILD=ON \
     -DCMAKE_CXX_FLAGS="-D__cpp_concepts=202002L -Wno-macro-redefined -fsanitize=fuzzer-no-link $sanitize -fno-omit-frame-pointer" \
     -DCMAKE_EXE_LINKER_FLAGS="$sanitize" \
     -DINSTANCE_BUILD_TESTS=OFF -DINSTANCE_BUILD_BENCH=OFF -DINSTANCE_BUILD_SIM=OFF \

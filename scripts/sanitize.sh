@@ -4,7 +4,8 @@
 #   build-asan: AddressSanitizer + UndefinedBehaviorSanitizer (with leak
 #               checking) over the whole suite, end-to-end tests included,
 #               at a smaller size: 40 chaos cycles per mode instead of 200,
-#               30 simulator seeds per scenario instead of 300. Left to the
+#               30 simulator seeds per scenario instead of 300, 50 rounds
+#               per race case instead of 200. Left to the
 #               plain pass: the spin model (no C++ of ours), the fuzz run
 #               (fuzz/run.sh already builds it with ASan and UBSan) and the
 #               packaging tests (install rules and .debs, not code).
@@ -12,18 +13,27 @@
 #               renewal, loss detection and fencing, the schedulers, the
 #               fault sweep and the races on memory and directory stores.
 # Exits nonzero at the first report.
-# Usage: sanitize.sh [asan|tsan]... (default: both). Full size:
-#   SANITIZE_SIM_SEEDS=300 CHAOS_CYCLES=200 scripts/sanitize.sh
+# Usage: sanitize.sh [--build-only] [asan|tsan]... (default: both).
+#   --build-only  configure and build, run nothing (scripts/test.sh builds
+#                 this way in the background while the plain suite runs)
+# Full size:
+#   SANITIZE_SIM_SEEDS=300 CHAOS_CYCLES=200 RACE_ROUNDS=200 scripts/sanitize.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+build_only=false
+if [[ ${1:-} == --build-only ]]; then
+  build_only=true
+  shift
+fi
 passes=("$@")
 ((${#passes[@]})) || passes=(asan tsan)
 
 # -O1 with line tables only (-g1): the reports keep file:line stacks, and
-# the build costs less than half of -O2 -g under the sanitizers.
+# the build costs less than half of -O2 -g under the sanitizers. A unity
+# build, as scripts/build.sh's.
 flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
-       -DINSTANCE_WERROR=ON)
+       -DCMAKE_UNITY_BUILD=ON -DINSTANCE_WERROR=ON)
 
 # Not under ASan: the multi-host harness (hosts.*: real time, timing-bound,
 # and libfaketime preloaded before the ASan runtime would stop the guard).
@@ -31,9 +41,10 @@ asan() {
   cmake -S . -B build-asan "${flags[@]}" \
     -DINSTANCE_SANITIZE=address,undefined -DINSTANCE_SIM_SEEDS="${SANITIZE_SIM_SEEDS:-30}"
   cmake --build build-asan -j"$jobs"
+  $build_only && return
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  CHAOS_CYCLES=${CHAOS_CYCLES:-40} \
+  CHAOS_CYCLES=${CHAOS_CYCLES:-40} RACE_ROUNDS=${RACE_ROUNDS:-50} \
     ctest --test-dir build-asan --output-on-failure -j2 \
       -E '^(model\.spin|fuzz\.short|packaging\..*|hosts\..*)$'
   echo "sanitizers: ASan+UBSan suite clean"
@@ -47,6 +58,7 @@ tsan() {
     -DINSTANCE_WITH_POSTGRES=OFF -DINSTANCE_WITH_REDIS=OFF -DINSTANCE_BUILD_BENCH=OFF \
     -DINSTANCE_BUILD_SIM=OFF
   cmake --build build-tsan -j"$jobs" --target unit_tests race_tests
+  $build_only && return
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
   build-tsan/tests/unit_tests \
     --gtest_filter='GuardTest.*:ModesTest.*:NativeLeaseTest.*:ThreadScheduler.*:ManualScheduler.*:Fault*:Guard*'

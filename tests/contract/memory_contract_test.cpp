@@ -15,14 +15,13 @@ StoreOpener shared(std::shared_ptr<Store> store) {
 
 INSTANTIATE_TEST_SUITE_P(
     Memory, StoreContract,
-    ::testing::Values(StoreFactory{.name = "memory",
-                                   .place = [](const StoreEnv&) { return shared(make_memory_store()); }},
-                      StoreFactory{.name = "memory_leases",
-                                   .place =
-                                       [](const StoreEnv&) {
-                                         return shared(make_memory_store(system_clock()));
-                                       },
-                                   .shortest_lease = 200ms}),
+    ::testing::Values(
+        StoreFactory{.name = "memory",
+                     .place = [](const StoreEnv&) { return shared(make_memory_store()); }},
+        StoreFactory{
+            .name = "memory_leases",
+            .place = [](const StoreEnv&) { return shared(make_memory_store(system_clock())); },
+            .shortest_lease = 200ms}),
     [](const auto& p) { return p.param.name; });
 
 }  // namespace

@@ -130,8 +130,6 @@ std::vector<std::string> StoreContract::secrets() const {
 
 namespace {
 
-Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
-
 std::vector<std::string> names(std::vector<Key> keys) {
   std::vector<std::string> out;
   for (const auto& k : keys) out.push_back(k.str());
@@ -276,7 +274,6 @@ TEST_P(StoreContract, UnsupportedConditionalOperationsSaySo) {
   EXPECT_EQ(store().replace_if(key("instances/a"), "x", "v").error().code, Errc::unsupported);
 }
 
-
 // Runs op(0), ..., op(n - 1) on n threads released together; how many
 // returned true.
 int succeeded_at_once(std::size_t n, const std::function<bool(std::size_t)>& op) {
@@ -360,11 +357,11 @@ TEST_P(StoreContract, VersionsThatAreNotTheStoresNeverMatch) {
 
 // ---- native leases, for stores that declare them
 
-#define REQUIRE_NATIVE_LEASES()                                                              \
-  do {                                                                                       \
-    if (!store().capabilities().native_lease)                                                \
+#define REQUIRE_NATIVE_LEASES()                                                               \
+  do {                                                                                        \
+    if (!store().capabilities().native_lease)                                                 \
       GTEST_SKIP() << store().describe() << " offers no native leases (capabilities()): the " \
-                   << "guard keeps its lease in a document there";                           \
+                   << "guard keeps its lease in a document there";                            \
   } while (false)
 
 const Key kLease = key("instances.lock");

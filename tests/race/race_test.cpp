@@ -5,6 +5,7 @@
 // original's known hole), not asserted away.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "instance/stores/directory.hpp"
@@ -34,11 +35,17 @@ class Race : public ::testing::TestWithParam<RaceCase> {
   TempDir dir_;
 };
 
-constexpr int kRounds = 200;
+// Rounds per case: 200, or RACE_ROUNDS (the sanitizer pass runs fewer: each
+// round under ASan costs about five times as much).
+int rounds() {
+  const char* v = std::getenv("RACE_ROUNDS");
+  const int n = v ? std::atoi(v) : 0;
+  return n > 0 ? n : 200;
+}
 
 TEST_P(Race, AtMostOneHolderAtAnyMoment) {
   const RaceCase& c = GetParam();
-  const RaceReport r = run_race(make_store(), c.mode, c.guards, kRounds);
+  const RaceReport r = run_race(make_store(), c.mode, c.guards, rounds());
   std::cout << "[ race ] store=" << c.store << " mode=" << to_string(c.mode)
             << " guards=" << c.guards << " rounds=" << r.rounds
             << " rounds_with_holder=" << r.claims

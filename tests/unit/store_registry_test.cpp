@@ -14,11 +14,11 @@
 namespace instance {
 namespace {
 
-int opened = 0;
+int test_family_opens = 0;
 
 Result<std::shared_ptr<Store>> open_test(std::string_view url, const OpenOptions&) {
   if (url.ends_with("/bad")) return fail(Errc::invalid, "bad test URL");
-  ++opened;
+  ++test_family_opens;
   return make_memory_store();
 }
 
@@ -27,11 +27,11 @@ const StoreModule kTestModule{.family = "x-test", .schemes = kTestSchemes, .open
 
 TEST(StoreRegistry, ARegisteredFamilyOpensItsSchemesInAnyLetterCase) {
   ASSERT_TRUE(register_store_module(kTestModule));
-  const int before = opened;
+  const int before = test_family_opens;
   auto store = open_store("x-test://somewhere/state");
   ASSERT_TRUE(store) << store.error().message;
   EXPECT_TRUE(open_store("X-TESTS://somewhere/state"));
-  EXPECT_EQ(opened, before + 2);
+  EXPECT_EQ(test_family_opens, before + 2);
   // The family's own errors come through unchanged.
   auto bad = open_store("x-test://somewhere/bad");
   ASSERT_FALSE(bad);

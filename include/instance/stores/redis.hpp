@@ -41,10 +41,9 @@
 // the current StartupBudget's deadline when earlier
 // (instance/startup_budget.hpp), runs out; a later attempt's socket timeouts
 // are at most the time left. Then Errc::unavailable (Errc::timeout when the
-// last attempt timed out), with a message saying what to check. A write whose earlier attempt may have
-// reached the server is resolved on retry: create, replace_if and lock
-// recognise their own write by its fresh version or nonce, and remove /
-// remove_if count "already gone" as done.
+// last attempt timed out), with a message saying what to check. A write whose earlier attempt may
+// have reached the server is resolved on retry: create, replace_if and lock recognise their own
+// write by its fresh version or nonce, and remove / remove_if count "already gone" as done.
 //
 // Errors: NOAUTH / WRONGPASS / NOPERM -> Errc::permission, WRONGTYPE ->
 // Errc::malformed, OOM -> Errc::no_space, an unknown command (no Lua) ->

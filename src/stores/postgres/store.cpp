@@ -440,7 +440,7 @@ class PostgresStore final : public Store {
   const PostgresStoreOptions options_;
   const postgres::Statements sql_;
   TunedTimeouts timeouts_;  // retry_deadline, request_timeout, max_clock_skew (tune())
-  std::mutex mu_;  // guards everything below
+  std::mutex mu_;           // guards everything below
   postgres::Connection conn_;
   std::shared_ptr<Clock> clock_;
   bool schema_ready_ = false;

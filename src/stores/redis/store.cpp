@@ -407,9 +407,9 @@ class RedisStore final : public Store {
   enum class Step { ok, retry, fatal };
   Step connect(std::string_view op, const Key& key, std::chrono::milliseconds timeout,
                TransportError& transport, Error& fatal) {
-    auto connection = Connection::open(options_.host, options_.port,
-                                       std::min(options_.connect_timeout, timeout), timeout,
-                                       transport);
+    auto connection =
+        Connection::open(options_.host, options_.port, std::min(options_.connect_timeout, timeout),
+                         timeout, transport);
     if (!connection) return Step::retry;
     if (options_.stats) ++options_.stats->connections;
     auto handshake = [&](const std::vector<std::string_view>& argv) -> Step {
@@ -492,7 +492,8 @@ class RedisStore final : public Store {
       if (!pause) break;
       retries.wait(*pause, what(op, key) + ": " + last.message);
     }
-    const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(clock.monotonic() - start);
+    const auto spent =
+        std::chrono::duration_cast<std::chrono::milliseconds>(clock.monotonic() - start);
     std::string message = what(op, key) + ": " + last.message;
     if (sent.attempts > 1) {
       message += " (after " + std::to_string(sent.attempts) + " attempts in " +

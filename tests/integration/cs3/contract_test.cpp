@@ -16,31 +16,30 @@ Cs3StoreOptions options_on(const StoreEnv& env) {
   return options;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cs3, StoreContract,
-    ::testing::Values(StoreFactory{
-        .name = "gateway_double",
-        .place = [](const StoreEnv& env) -> StoreOpener {
-          return [options = options_on(env)] { return make_store(options); };
-        },
-        // CS3 locks carry an expiration time (whole seconds at least).
-        .shortest_lease = 1s,
-        .secret = GatewayDoubleOptions{}.client_secret,
-        .with_secret =
-            [](const StoreEnv& env, const std::string& secret) {
-              auto options = options_on(env);
-              options.client_secret = secret;
-              return make_store(options);
-            },
-        .unreachable =
-            [](const StoreEnv& env) {
-              auto options = options_on(env);
-              options.gateway = "127.0.0.1:" + std::to_string(free_port());
-              options.retry_deadline = 100ms;
-              return make_store(options);
-            },
-        .issued_secrets = [] { return shared_gateway().tokens_issued(); }}),
-    [](const auto& param_info) { return param_info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Cs3, StoreContract,
+                         ::testing::Values(StoreFactory{
+                             .name = "gateway_double",
+                             .place = [](const StoreEnv& env) -> StoreOpener {
+                               return [options = options_on(env)] { return make_store(options); };
+                             },
+                             // CS3 locks carry an expiration time (whole seconds at least).
+                             .shortest_lease = 1s,
+                             .secret = GatewayDoubleOptions{}.client_secret,
+                             .with_secret =
+                                 [](const StoreEnv& env, const std::string& secret) {
+                                   auto options = options_on(env);
+                                   options.client_secret = secret;
+                                   return make_store(options);
+                                 },
+                             .unreachable =
+                                 [](const StoreEnv& env) {
+                                   auto options = options_on(env);
+                                   options.gateway = "127.0.0.1:" + std::to_string(free_port());
+                                   options.retry_deadline = 100ms;
+                                   return make_store(options);
+                                 },
+                             .issued_secrets = [] { return shared_gateway().tokens_issued(); }}),
+                         [](const auto& param_info) { return param_info.param.name; });
 
 }  // namespace
 }  // namespace instance::testing

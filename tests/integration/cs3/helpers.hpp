@@ -20,8 +20,6 @@
 
 namespace instance::testing {
 
-inline Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
-
 // A folder name no other test in this double uses.
 inline std::string fresh_folder() {
   static std::atomic<int> n{0};

@@ -202,9 +202,9 @@ TEST(Cs3Store, AClaimAgainstAGatewayThatIsDownFailsAsUnavailable) {
   options.gateway = "127.0.0.1:1";
   options.retry_deadline = milliseconds(200);
   // A short start-up budget: the claim asks again until it ends (30 s by default).
-  auto guard = Guard::create(make_store(options), {.ttl = seconds(30),
-                                                   .mode = Mode::exclusive,
-                                                   .startup_timeout = milliseconds(500)});
+  auto guard = Guard::create(
+      make_store(options),
+      {.ttl = seconds(30), .mode = Mode::exclusive, .startup_timeout = milliseconds(500)});
   ASSERT_TRUE(guard.has_value());
   auto claim = guard->claim();
   ASSERT_FALSE(claim.has_value());

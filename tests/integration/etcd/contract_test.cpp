@@ -44,8 +44,7 @@ StoreFactory etcd_auth() {
               }};
 }
 
-INSTANTIATE_TEST_SUITE_P(Etcd, StoreContract,
-                         ::testing::Values(etcd_auth()),
+INSTANTIATE_TEST_SUITE_P(Etcd, StoreContract, ::testing::Values(etcd_auth()),
                          [](const auto& param_info) { return param_info.param.name; });
 
 }  // namespace

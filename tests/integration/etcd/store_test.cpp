@@ -18,8 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
-
 // Writes or deletes etcd keys behind the store's back (as another tool would).
 class Raw {
  public:

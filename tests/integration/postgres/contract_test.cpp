@@ -24,35 +24,35 @@ StoreOpener fresh_table(const StoreEnv& env) {
     return nullptr;
   }
   if (!server.running()) return nullptr;
-  return [options = options_for(PostgresServer::fresh_table(),
-                                std::string(PostgresServer::kPassword), env)] {
-    return test_store(options);
-  };
+  return
+      [options = options_for(PostgresServer::fresh_table(), std::string(PostgresServer::kPassword),
+                             env)] { return test_store(options); };
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Postgres, StoreContract,
-    ::testing::Values(StoreFactory{
-        .name = "postgres",
-        .place = fresh_table,
-        .shortest_lease = 500ms,
-        .secret = std::string(PostgresServer::kPassword),
-        .with_secret =
-            [](const StoreEnv& env, const std::string& secret) {
-              return test_store(options_for(PostgresServer::fresh_table(), secret, env));
-            },
-        .unreachable =
-            [](const StoreEnv& env) {
-              auto options = options_for(PostgresServer::fresh_table(),
-                                         std::string(PostgresServer::kPassword), env);
-              options.params = {{"host", "127.0.0.1"},
-                                {"port", std::to_string(free_port())},
-                                {"dbname", "guard"},
-                                {"user", std::string(PostgresServer::kUser)}};
-              options.retry_deadline = 100ms;
-              return test_store(options);
-            }}),
-    [](const auto& param_info) { return param_info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Postgres, StoreContract,
+                         ::testing::Values(StoreFactory{
+                             .name = "postgres",
+                             .place = fresh_table,
+                             .shortest_lease = 500ms,
+                             .secret = std::string(PostgresServer::kPassword),
+                             .with_secret =
+                                 [](const StoreEnv& env, const std::string& secret) {
+                                   return test_store(
+                                       options_for(PostgresServer::fresh_table(), secret, env));
+                                 },
+                             .unreachable =
+                                 [](const StoreEnv& env) {
+                                   auto options =
+                                       options_for(PostgresServer::fresh_table(),
+                                                   std::string(PostgresServer::kPassword), env);
+                                   options.params = {{"host", "127.0.0.1"},
+                                                     {"port", std::to_string(free_port())},
+                                                     {"dbname", "guard"},
+                                                     {"user", std::string(PostgresServer::kUser)}};
+                                   options.retry_deadline = 100ms;
+                                   return test_store(options);
+                                 }}),
+                         [](const auto& param_info) { return param_info.param.name; });
 
 }  // namespace
 }  // namespace instance::testing

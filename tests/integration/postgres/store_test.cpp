@@ -20,8 +20,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
-
 class PostgresStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {

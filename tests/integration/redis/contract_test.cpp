@@ -10,8 +10,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr const char* kPassword = RedisServer::kPassword;
-
 RedisServer& server() { return RedisServer::with_password(); }
 
 RedisStoreOptions options_on(const StoreEnv& env) {
@@ -30,7 +28,7 @@ INSTANTIATE_TEST_SUITE_P(
         },
         .skip_reason = [] { return server().absent() ? server().why_not() : std::string(); },
         .shortest_lease = 500ms,
-        .secret = kPassword,
+        .secret = RedisServer::kPassword,
         .with_secret =
             [](const StoreEnv& env, const std::string& secret) {
               auto options = options_on(env);

@@ -20,8 +20,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
-
 std::shared_ptr<Store> store_on(const RedisServer&, RedisStoreOptions options) {
   return make_redis_store(std::move(options)).value();
 }
@@ -262,8 +260,6 @@ TEST(RedisStore, WarnsWhenTheServersClockDisagreesWithOurs) {
 
 // ---- credentials ------------------------------------------------------------
 
-constexpr std::string_view kPassword = RedisServer::kPassword;
-
 // The password never showing is the contract's; here, what the errors say.
 TEST(RedisStore, AWrongOrMissingPasswordSaysWhereItComesFrom) {
   RedisServer& server = RedisServer::with_password();
@@ -284,7 +280,7 @@ TEST(RedisStore, AWrongOrMissingPasswordSaysWhereItComesFrom) {
 }
 
 TEST(RedisStore, AnAclUserAuthenticatesWithItsPassword) {
-  RedisServer server({.password = std::string(kPassword), .acl_user = "guard"});
+  RedisServer server({.password = std::string(RedisServer::kPassword), .acl_user = "guard"});
   REQUIRE_REDIS(server);
   auto store = make_redis_store(server.options()).value();
   ASSERT_TRUE(store->replace(key("instances/a"), "x"));
@@ -293,7 +289,7 @@ TEST(RedisStore, AnAclUserAuthenticatesWithItsPassword) {
   auto refused = make_redis_store(other).value()->get(key("instances/a"));
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().code, Errc::permission) << refused.error().message;
-  EXPECT_EQ(refused.error().message.find(kPassword), std::string::npos);
+  EXPECT_EQ(refused.error().message.find(RedisServer::kPassword), std::string::npos);
 }
 
 }  // namespace

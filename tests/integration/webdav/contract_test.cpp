@@ -27,12 +27,13 @@ StoreFactory on(std::string name, WebDavServer& (*server)()) {
             return [options = options_on(server(), env)] { return make_store(options); };
           },
           .secret = kAuthPassword,
-          .unreachable = [server](const StoreEnv& env) {
-            auto options = options_on(server(), env);
-            options.base_url = "http://127.0.0.1:" + std::to_string(free_port()) + "/dav";
-            options.retry_deadline = 100ms;
-            return make_store(options);
-          }};
+          .unreachable =
+              [server](const StoreEnv& env) {
+                auto options = options_on(server(), env);
+                options.base_url = "http://127.0.0.1:" + std::to_string(free_port()) + "/dav";
+                options.retry_deadline = 100ms;
+                return make_store(options);
+              }};
 }
 
 StoreFactory apache() {

@@ -17,7 +17,12 @@
 
 namespace instance::testing {
 
-inline Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
+// A server a parameterised test runs against: its name (the tests' suffix)
+// and the function that starts it once.
+struct ServerParam {
+  std::string name;
+  WebDavServer& (*server)();
+};
 
 // Options for a store in a fresh folder on `server`, with short timeouts so
 // failures end quickly.

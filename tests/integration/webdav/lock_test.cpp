@@ -25,12 +25,7 @@ using std::chrono::steady_clock;
 
 const Key kLease = key("instances.lock");
 
-struct Peer {
-  std::string name;
-  WebDavServer& (*server)();
-};
-
-class Lease : public ::testing::TestWithParam<Peer> {
+class Lease : public ::testing::TestWithParam<ServerParam> {
  protected:
   void SetUp() override {
     ASSERT_TRUE(server().running()) << GetParam().name << " did not start";
@@ -238,15 +233,15 @@ TEST_P(Lease, ConcurrentLocksHaveExactlyOneWinner) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Servers, Lease,
-                         ::testing::Values(Peer{"apache", &WebDavServer::apache},
-                                           Peer{"lighttpd", &WebDavServer::lighttpd},
-                                           Peer{"nginx", &WebDavServer::nginx},
-                                           Peer{"rclone", &WebDavServer::rclone},
-                                           Peer{"sabredav", &WebDavServer::sabredav}),
+                         ::testing::Values(ServerParam{"apache", &WebDavServer::apache},
+                                           ServerParam{"lighttpd", &WebDavServer::lighttpd},
+                                           ServerParam{"nginx", &WebDavServer::nginx},
+                                           ServerParam{"rclone", &WebDavServer::rclone},
+                                           ServerParam{"sabredav", &WebDavServer::sabredav}),
                          [](const auto& param_info) { return param_info.param.name; });
 INSTANTIATE_TEST_SUITE_P(Servers, TrustedLease,
-                         ::testing::Values(Peer{"apache", &WebDavServer::apache},
-                                           Peer{"lighttpd", &WebDavServer::lighttpd}),
+                         ::testing::Values(ServerParam{"apache", &WebDavServer::apache},
+                                           ServerParam{"lighttpd", &WebDavServer::lighttpd}),
                          [](const auto& param_info) { return param_info.param.name; });
 
 // ------------------------------------------------------------ the probe
@@ -348,19 +343,20 @@ TEST(LeaseExpiry, RefreshKeepsTheLockAndTheServerEndsItWithoutOne) {
 
 // ------------------------------------------------------------ secrets
 
-const std::string kUser = "guard";
-const std::string kPassword = "pw-Lk9#s3cr3t";
+const std::string kLeaseUser = "guard";
+const std::string kLeasePassword = "pw-Lk9#s3cr3t";
 
 TEST(LeaseAuth, NoSecretInLeaseErrorsOrLogs) {
   auto& server = WebDavServer::get(
-      "apache-lease-auth", {.kind = ServerKind::apache, .user = kUser, .password = kPassword});
+      "apache-lease-auth",
+      {.kind = ServerKind::apache, .user = kLeaseUser, .password = kLeasePassword});
   ASSERT_TRUE(server.running());
   auto logger = std::make_shared<CapturingLogger>();
   std::vector<std::string> texts;
-  for (const std::string& password : {kPassword, std::string("wrong-Lk-77x")}) {
+  for (const std::string& password : {kLeasePassword, std::string("wrong-Lk-77x")}) {
     auto options = options_for(server);
     options.auth = WebDavAuth::basic;
-    options.user = kUser;
+    options.user = kLeaseUser;
     options.secret = password;
     options.logger = logger;
     // Trust the server so that every lease request reaches it (the probe
@@ -369,7 +365,7 @@ TEST(LeaseAuth, NoSecretInLeaseErrorsOrLogs) {
     auto s = make_store(options);
     s->capabilities();
     auto token = s->lock(kLease, seconds(5), "owner");
-    if (password == kPassword) {
+    if (password == kLeasePassword) {
       ASSERT_TRUE(token) << token.error().message;
       ASSERT_TRUE(s->refresh_lock(kLease, *token, seconds(5)));
       ASSERT_TRUE(s->unlock(kLease, *token));
@@ -388,7 +384,7 @@ TEST(LeaseAuth, NoSecretInLeaseErrorsOrLogs) {
   for (const auto& line : logger->formatted()) texts.push_back(line);
   ASSERT_FALSE(texts.empty());
   for (const auto& text : texts) {
-    EXPECT_EQ(text.find(kPassword), std::string::npos) << text;
+    EXPECT_EQ(text.find(kLeasePassword), std::string::npos) << text;
     EXPECT_EQ(text.find("wrong-Lk-77x"), std::string::npos) << text;
     EXPECT_EQ(text.find("Authorization"), std::string::npos) << text;
   }

@@ -16,12 +16,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-struct Peer {
-  std::string name;
-  WebDavServer& (*server)();
-};
-
-class RealServer : public ::testing::TestWithParam<Peer> {
+class RealServer : public ::testing::TestWithParam<ServerParam> {
  protected:
   void SetUp() override {
     ASSERT_TRUE(server().running()) << GetParam().name << " did not start";
@@ -336,8 +331,8 @@ TEST_P(RealServer, SafeFromManyThreads) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Servers, RealServer,
-                         ::testing::Values(Peer{"apache", &WebDavServer::apache},
-                                           Peer{"lighttpd", &WebDavServer::lighttpd}),
+                         ::testing::Values(ServerParam{"apache", &WebDavServer::apache},
+                                           ServerParam{"lighttpd", &WebDavServer::lighttpd}),
                          [](const auto& param_info) { return param_info.param.name; });
 
 // ------------------------------------------------------------ Apache only
@@ -365,9 +360,6 @@ TEST(ApacheConnections, ServerLogSeesOneClientConnection) {
   EXPECT_EQ(ports.size(), 1u) << lines << " requests";
 }
 
-const std::string kUser = kAuthUser;
-const std::string kPassword = kAuthPassword;
-
 WebDavServer& apache_with_auth() { return WebDavServer::apache_with_auth(); }
 
 TEST(ApacheAuth, WrongOrMissingCredentialsArePermissionErrors) {
@@ -376,7 +368,7 @@ TEST(ApacheAuth, WrongOrMissingCredentialsArePermissionErrors) {
   const std::string wrong = "wrong-Pw-77x";
   auto options = options_for(server);
   options.auth = WebDavAuth::basic;
-  options.user = kUser;
+  options.user = kAuthUser;
   options.secret = wrong;
   auto stats = std::make_shared<WebDavStats>();
   options.stats = stats;
@@ -392,7 +384,7 @@ TEST(ApacheAuth, WrongOrMissingCredentialsArePermissionErrors) {
     EXPECT_NE(e.message.find("HTTP 401"), std::string::npos) << e.message;
     EXPECT_NE(e.message.find(server.url()), std::string::npos) << e.message;
     EXPECT_EQ(e.message.find(wrong), std::string::npos) << e.message;
-    EXPECT_EQ(e.message.find(kPassword), std::string::npos) << e.message;
+    EXPECT_EQ(e.message.find(kAuthPassword), std::string::npos) << e.message;
   }
   EXPECT_EQ(stats->retries.load(), 0u);  // 401 is not retried
 
@@ -413,8 +405,8 @@ TEST(ApacheAuth, NoSecretInAnyLogLineOrErrorAtAnyLevel) {
   std::vector<std::string> texts;
   auto options = options_for(server);
   options.auth = WebDavAuth::basic;
-  options.user = kUser;
-  options.secret = kPassword;
+  options.user = kAuthUser;
+  options.secret = kAuthPassword;
   options.logger = logger;
   options.clock = std::make_shared<FakeClock>();  // provoke the skew warning too
   auto s = make_store(options);
@@ -426,8 +418,8 @@ TEST(ApacheAuth, NoSecretInAnyLogLineOrErrorAtAnyLevel) {
   OpenOptions open;
   open.logger = logger;
   open.getenv = [](std::string_view name) -> std::optional<std::string> {
-    if (name == "INSTANCE_GUARD_USER") return kUser;
-    if (name == "INSTANCE_GUARD_PASSWORD") return kPassword;
+    if (name == "INSTANCE_GUARD_USER") return kAuthUser;
+    if (name == "INSTANCE_GUARD_PASSWORD") return kAuthPassword;
     return std::nullopt;
   };
   const auto url = "webdav://" + server.url().substr(7) + "/" + WebDavServer::fresh_folder();
@@ -442,7 +434,7 @@ TEST(ApacheAuth, NoSecretInAnyLogLineOrErrorAtAnyLevel) {
   texts.insert(texts.end(), lines.begin(), lines.end());
   ASSERT_GT(texts.size(), 5u);
   for (const auto& text : texts) {
-    EXPECT_EQ(text.find(kPassword), std::string::npos) << text;
+    EXPECT_EQ(text.find(kAuthPassword), std::string::npos) << text;
     EXPECT_EQ(text.find("Authorization"), std::string::npos) << text;
     EXPECT_EQ(text.find("Basic "), std::string::npos) << text;
   }
@@ -451,7 +443,7 @@ TEST(ApacheAuth, NoSecretInAnyLogLineOrErrorAtAnyLevel) {
     if (!entry.is_regular_file()) continue;
     std::ifstream in(entry.path());
     const std::string content((std::istreambuf_iterator<char>(in)), {});
-    EXPECT_EQ(content.find(kPassword), std::string::npos) << entry.path();
+    EXPECT_EQ(content.find(kAuthPassword), std::string::npos) << entry.path();
   }
 }
 
