@@ -6,6 +6,7 @@
 #include <iostream>
 #include <thread>
 
+#include "support/race.hpp"
 #include "support/test_support.hpp"
 
 namespace instance::testing {
@@ -272,24 +273,6 @@ TEST_P(StoreContract, ConditionalReplaceOfAMissingKeyFails) {
 TEST_P(StoreContract, UnsupportedConditionalOperationsSaySo) {
   if (store().capabilities().conditional_writes) GTEST_SKIP() << "has conditional writes";
   EXPECT_EQ(store().replace_if(key("instances/a"), "x", "v").error().code, Errc::unsupported);
-}
-
-// Runs op(0), ..., op(n - 1) on n threads released together; how many
-// returned true.
-int succeeded_at_once(std::size_t n, const std::function<bool(std::size_t)>& op) {
-  std::atomic<bool> go{false};
-  std::atomic<int> succeeded{0};
-  {
-    std::vector<std::jthread> threads;
-    for (std::size_t i = 0; i < n; ++i) {
-      threads.emplace_back([&, i] {
-        while (!go.load()) std::this_thread::yield();
-        if (op(i)) ++succeeded;
-      });
-    }
-    go = true;
-  }
-  return succeeded.load();
 }
 
 TEST_P(StoreContract, ConcurrentCreatesHaveExactlyOneWinner) {

@@ -16,6 +16,23 @@
 
 namespace instance::testing {
 
+// Runs op(0), ..., op(n - 1) on n threads released at one instant; returns
+// how many returned true.
+inline int succeeded_at_once(std::size_t n, const std::function<bool(std::size_t)>& op) {
+  std::barrier start(static_cast<std::ptrdiff_t>(n));
+  std::atomic<int> succeeded{0};
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] {
+        start.arrive_and_wait();
+        if (op(i)) ++succeeded;
+      });
+    }
+  }
+  return succeeded.load();
+}
+
 struct RaceReport {
   int rounds = 0;
   int double_holder_rounds = 0;  // rounds with two or more holders at once

@@ -56,30 +56,12 @@ INSTANTIATE_TEST_SUITE_P(Modes, Cs3Race,
                                            Mode::automatic),
                          [](const auto& p) { return std::string(to_string(p.param)); });
 
-// Runs `op(i)` on `threads` threads released at one instant; returns how
-// many succeeded.
-template <class Op>
-int at_once(int threads, Op op) {
-  std::barrier start(threads);
-  std::atomic<int> won{0};
-  {
-    std::vector<std::jthread> ts;
-    for (int i = 0; i < threads; ++i) {
-      ts.emplace_back([&, i] {
-        start.arrive_and_wait();
-        if (op(i)) ++won;
-      });
-    }
-  }
-  return won.load();
-}
-
 constexpr int kPrimitiveRounds = 30;
-constexpr int kThreads = 4;
+constexpr std::size_t kThreads = 4;
 
 std::vector<std::shared_ptr<Store>> stores(const std::string& folder) {
   std::vector<std::shared_ptr<Store>> out;
-  for (int i = 0; i < kThreads; ++i)
+  for (std::size_t i = 0; i < kThreads; ++i)
     out.push_back(make_store(options_for(shared_gateway(), folder)));
   return out;
 }
@@ -88,8 +70,8 @@ TEST(Cs3Primitives, ExactlyOneConcurrentCreateWins) {
   const auto s = stores(fresh_folder());
   for (int round = 0; round < kPrimitiveRounds; ++round) {
     const Key k = key("instances/c" + std::to_string(round));
-    const int won = at_once(kThreads, [&](int i) {
-      auto r = s[static_cast<std::size_t>(i)]->create(k, "writer-" + std::to_string(i));
+    const int won = succeeded_at_once(kThreads, [&](std::size_t i) {
+      auto r = s[i]->create(k, "writer-" + std::to_string(i));
       if (!r) {
         EXPECT_EQ(r.error().code, Errc::already_exists) << r.error().message;
       }
@@ -106,8 +88,8 @@ TEST(Cs3Primitives, ExactlyOneConcurrentConditionalReplaceWins) {
   for (int round = 0; round < kPrimitiveRounds; ++round) {
     std::mutex mu;
     std::string next;
-    const int won = at_once(kThreads, [&](int i) {
-      auto r = s[static_cast<std::size_t>(i)]->replace_if(k, "r" + std::to_string(round), version);
+    const int won = succeeded_at_once(kThreads, [&](std::size_t i) {
+      auto r = s[i]->replace_if(k, "r" + std::to_string(round), version);
       if (!r) {
         EXPECT_EQ(r.error().code, Errc::conflict) << r.error().message;
         return false;
@@ -126,9 +108,9 @@ TEST(Cs3Primitives, ExactlyOneConcurrentLockWins) {
   const Key k = key("instances.lock");
   for (int round = 0; round < kPrimitiveRounds; ++round) {
     std::mutex mu;
-    std::vector<std::pair<int, std::string>> held;
-    const int won = at_once(kThreads, [&](int i) {
-      auto t = s[static_cast<std::size_t>(i)]->lock(k, std::chrono::seconds(30), "racer");
+    std::vector<std::pair<std::size_t, std::string>> held;
+    const int won = succeeded_at_once(kThreads, [&](std::size_t i) {
+      auto t = s[i]->lock(k, std::chrono::seconds(30), "racer");
       if (!t) {
         EXPECT_EQ(t.error().code, Errc::locked) << t.error().message;
         return false;
@@ -138,7 +120,7 @@ TEST(Cs3Primitives, ExactlyOneConcurrentLockWins) {
       return true;
     });
     ASSERT_EQ(won, 1) << "round " << round;
-    ASSERT_TRUE(s[static_cast<std::size_t>(held[0].first)]->unlock(k, held[0].second));
+    ASSERT_TRUE(s[held[0].first]->unlock(k, held[0].second));
   }
 }
 
