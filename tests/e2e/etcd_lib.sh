@@ -21,7 +21,7 @@ start_etcd() {
     shift
   fi
   for attempt in 1 2 3; do
-    ETCD_PORT=${port:-$(closed_port)}
+    ETCD_PORT=${port:-$(free_port)}
     if ETCD_URL=$(env WATCH_PID=$$ "$@" bash "$ETCD_SCRIPT" start "$WORK/$name" "$ETCD_PORT" 2>"$WORK/$name.start.err"); then
       ETCD_STARTED+=("$name")
       return 0

@@ -41,7 +41,7 @@ trap 'exit 143' TERM
 trap 'exit 130' INT
 trap 'exit 129' HUP
 
-source "$(dirname "${BASH_SOURCE[0]}")/../support/shell.sh"  # fail, ok, now_ms, wait_until, closed_port
+source "$(dirname "${BASH_SOURCE[0]}")/../support/shell.sh"  # fail, ok, now_ms, wait_until, free_port
 
 # start_guard NAME ARGS...: runs `instance-guard ARGS...` in the background,
 # output in $WORK/NAME.out and $WORK/NAME.err; its pid in $LAST_PID. Job

@@ -17,7 +17,7 @@ trap 'bash "$SERVERS/postgres.sh" stop "$PG_DIR" >/dev/null 2>&1 || true; cleanu
 pg_start() {
   local attempt rc
   for attempt in 1 2 3; do
-    PG_PORT=${PG_PORT:-$(closed_port)}
+    PG_PORT=${PG_PORT:-$(free_port)}
     rc=0
     env WATCH_PID=$$ AUTH_USER=guard AUTH_PASSWORD_FILE="$PG_PASSWORD_FILE" \
       bash "$SERVERS/postgres.sh" start "$PG_DIR" "$PG_PORT" >"$WORK/pg.start.out" 2>&1 || rc=$?

@@ -31,7 +31,7 @@ start_redis() {
   fi
   [[ $# -gt 0 ]] && REDIS_ENV[$name]="$*"
   for attempt in 1 2 3; do
-    REDIS_PORT=${port:-${REDIS_PORTS[$name]:-$(closed_port)}}
+    REDIS_PORT=${port:-${REDIS_PORTS[$name]:-$(free_port)}}
     rc=0
     REDIS_URL=$(env WATCH_PID=$$ ${REDIS_ENV[$name]:-} bash "$REDIS_SH" start "$WORK/$name" "$REDIS_PORT" \
       2>"$WORK/$name.start.err") || rc=$?

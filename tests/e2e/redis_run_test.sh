@@ -67,7 +67,7 @@ run_guard status --store "$store" --json
 [[ $(jq length "$WORK/last.out") == 0 ]] || fail "records left: $(cat "$WORK/last.out")"
 
 # A server that is down: 69, naming the store and what to check.
-down="redis://127.0.0.1:$(closed_port)"
+down="redis://127.0.0.1:$(free_port)"
 run_guard run --ttl 4s --store "$down" -- bash -c 'echo should-not-run'
 expect_exit 69 "run against a stopped server"
 grep -q 'check that redis-server runs' "$WORK/last.err" || fail "no advice: $(cat "$WORK/last.err")"

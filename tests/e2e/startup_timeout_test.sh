@@ -7,7 +7,7 @@
 # retry at info: what failed, where, when the next attempt is.
 source "$(dirname "$0")/lib.sh"
 
-PORT=$(closed_port)
+PORT=$(free_port)
 BUDGET_MS=3000
 
 # unreachable NAME URL REQUEST_TIMEOUT_MS FAILURE [ARGS...]: `run` against

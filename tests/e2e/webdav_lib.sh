@@ -10,15 +10,6 @@ stop_servers() {
 }
 trap 'stop_servers; cleanup' EXIT
 
-# A TCP port on 127.0.0.1 nobody answers on.
-free_port() {
-  local port
-  while :; do
-    port=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
-  done
-}
-
 # start_server NAME SCRIPT [PORT] [VAR=VALUE...]: starts a server in $WORK/NAME
 # (on PORT, or a free one), with VAR=VALUE in the start script's environment
 # (e.g. HTPASSWD=file); sets $URL and $PORT.

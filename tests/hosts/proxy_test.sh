@@ -7,20 +7,29 @@
 # command is refused.
 source "$(dirname "$0")/hosts_lib.sh"
 
+# lighttpd on a free port (sets $port); another test can take the port
+# between free_port and the bind, so three tries.
 start_store_local() {
-  STORE_URL=$(env WATCH_PID=$$ bash "$SERVERS/lighttpd.sh" start "$WORK/lighttpd" "$1" \
-    2>"$WORK/lighttpd.err") || fail "lighttpd did not start: $(cat "$WORK/lighttpd.err")"
-  SERVER_STOPS+=("$SERVERS/lighttpd.sh|$WORK/lighttpd")
+  local attempt
+  for attempt in 1 2 3; do
+    port=$(free_port)
+    if STORE_URL=$(env WATCH_PID=$$ bash "$SERVERS/lighttpd.sh" start "$WORK/lighttpd" "$port" \
+      2>"$WORK/lighttpd.err"); then
+      SERVER_STOPS+=("$SERVERS/lighttpd.sh|$WORK/lighttpd")
+      return 0
+    fi
+  done
+  fail "lighttpd did not start: $(cat "$WORK/lighttpd.err")"
 }
-port=$((20000 + RANDOM % 20000))
-start_store_local "$port"
+start_store_local
+proxy_port=$(free_port)
 head -c 200000 /dev/urandom >"$WORK/lighttpd/root/blob"
 chmod 644 "$WORK/lighttpd/root/blob"
-"$HOSTS_PROXY" --control "$WORK/p.sock" --forward "127.0.0.1:$((port + 1))=127.0.0.1:$port" \
+"$HOSTS_PROXY" --control "$WORK/p.sock" --forward "127.0.0.1:$proxy_port=127.0.0.1:$port" \
   >"$WORK/p.out" 2>"$WORK/p.err" &
 BG_PIDS+=("$!")
 wait_until 10 grep -q ready "$WORK/p.out" || fail "the proxy did not start: $(cat "$WORK/p.err")"
-url=http://127.0.0.1:$((port + 1))/blob
+url=http://127.0.0.1:$proxy_port/blob
 
 # get NAME: fetches through the proxy (10 s at most); sets $ELAPSED_MS, checks the bytes.
 get() {
@@ -52,7 +61,7 @@ wait "$stalled" || fail "stall: the waiting GET did not complete after pass"
 ok "stall: nothing goes through; a waiting GET completes after pass"
 
 # reset: a connection held open (bash's /dev/tcp), idle, is reset.
-exec 3<>"/dev/tcp/127.0.0.1/$((port + 1))"
+exec 3<>"/dev/tcp/127.0.0.1/$proxy_port"
 wait_until 5 bash -c "[[ \$('$HOSTS_PROXY' --send '$WORK/p.sock' count) == 'ok 1' ]]" ||
   fail "count: the open connection is not counted"
 "$HOSTS_PROXY" --send "$WORK/p.sock" reset >/dev/null

@@ -28,7 +28,7 @@ unset INSTANCE_GUARD_STORE INSTANCE_GUARD_TTL INSTANCE_GUARD_ID INSTANCE_GUARD_M
   INSTANCE_GUARD_CS3_SECRET INSTANCE_GUARD_CS3_SECRET_FILE
 export XDG_STATE_HOME=$WORK/state
 
-source "$(dirname "${BASH_SOURCE[0]}")/../support/shell.sh"  # fail, ok, wait_until, closed_port
+source "$(dirname "${BASH_SOURCE[0]}")/../support/shell.sh"  # fail, ok, wait_until, free_port
 
 # run_logged LOG CMD...: runs CMD with its output in LOG, shown on failure.
 run_logged() {

@@ -21,11 +21,16 @@ wait_until() {
   done
 }
 
-# closed_port: a TCP port on 127.0.0.1 nobody answers on.
-closed_port() {
-  local port
+# free_port: a TCP port on 127.0.0.1 that nobody answers on, for a server
+# to bind or a client to find closed. Taken below the kernel's ephemeral
+# range (ip_local_port_range), where the client side of every connection on
+# this machine gets its port: a port from that range can be taken by some
+# other test's connection between this check and the server's bind.
+free_port() {
+  local low=32768 port
+  read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
   while :; do
-    port=$((20000 + RANDOM % 40000))
+    port=$((10000 + RANDOM % (low - 10000)))
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
   done
 }

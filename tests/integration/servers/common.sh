@@ -6,6 +6,8 @@ cmd=${1:?usage: $(basename "$0") COMMAND DIR [PORT]}
 dir=${2:?usage: $(basename "$0") COMMAND DIR [PORT]}
 mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
 pidf="$dir/server.pid"
+# free_port, the rule every test picks a port by.
+source "$(dirname "${BASH_SOURCE[0]}")/../../support/shell.sh"
 
 # Installs Debian packages when missing (apt-get update once on a fresh box).
 need() {

@@ -29,11 +29,7 @@ start)
   # The peer port is chosen once and kept: the member's peer URL is in its data.
   if [ -n "${4:-}" ]; then echo "$4" >"$dir/peer.port"; fi
   if ! [ -s "$dir/peer.port" ]; then
-    while :; do
-      peer=$((20000 + RANDOM % 40000))
-      (exec 3<>"/dev/tcp/127.0.0.1/$peer") 2>/dev/null || break
-    done
-    echo "$peer" >"$dir/peer.port"
+    free_port >"$dir/peer.port"
   fi
   peer=$(cat "$dir/peer.port")
   fresh=""; [ -d "$dir/data" ] || fresh=1
