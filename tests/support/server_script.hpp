@@ -46,7 +46,10 @@ inline int run(const std::string& command) {
 // other test's connection before the server binds it.
 inline int free_port() {
   int low = 32768;
-  if (std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range"); !(range >> low)) low = 32768;
+  if (std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+      !(range >> low) || low <= 11000) {
+    low = 32768;  // unreadable, or too little left below it: the default's bound
+  }
   std::minstd_rand pick(std::random_device{}());
   std::uniform_int_distribution<int> ports(10000, low - 1);
   for (int attempt = 0; attempt < 1000; ++attempt) {
