@@ -14,21 +14,18 @@ trap 'stop_all_etcd; cleanup' EXIT
 # environment (ETCD_ROOT_PASSWORD=...); sets $ETCD_PORT and $ETCD_URL
 # (http://127.0.0.1:PORT).
 start_etcd() {
-  local name=$1 port="" attempt
+  local name=$1 port=""
   shift
   if [[ ${1:-} =~ ^[0-9]+$ ]]; then
     port=$1
     shift
   fi
-  for attempt in 1 2 3; do
-    ETCD_PORT=${port:-$(free_port)}
-    if ETCD_URL=$(env WATCH_PID=$$ "$@" bash "$ETCD_SCRIPT" start "$WORK/$name" "$ETCD_PORT" 2>"$WORK/$name.start.err"); then
-      ETCD_STARTED+=("$name")
-      return 0
-    fi
-  done
-  cat "$WORK/$name.start.err" >&2
-  fail "could not start etcd $name"
+  if ! start_server_script "$ETCD_SCRIPT" "$WORK/$name" "$port" "$@"; then
+    cat "$WORK/$name.start.err" >&2
+    fail "could not start etcd $name"
+  fi
+  ETCD_PORT=$PORT ETCD_URL=$URL
+  ETCD_STARTED+=("$name")
 }
 
 # stop_etcd NAME: stops it, keeping its data (start_etcd NAME PORT restarts it).

@@ -14,21 +14,17 @@ trap 'stop_servers; cleanup' EXIT
 # (on PORT, or a free one), with VAR=VALUE in the start script's environment
 # (e.g. HTPASSWD=file); sets $URL and $PORT.
 start_server() {
-  local name=$1 script=$SERVERS/$2 port="" attempt
+  local name=$1 script=$SERVERS/$2 port=""
   shift 2
   if [[ ${1:-} =~ ^[0-9]+$ ]]; then
     port=$1
     shift
   fi
-  for attempt in 1 2 3; do
-    PORT=${port:-$(free_port)}
-    if URL=$(env WATCH_PID=$$ "$@" bash "$script" start "$WORK/$name" "$PORT" 2>"$WORK/$name.start.err"); then
-      STARTED+=("$script|$WORK/$name")
-      return 0
-    fi
-  done
-  cat "$WORK/$name.start.err" >&2
-  fail "could not start $name"
+  if ! start_server_script "$script" "$WORK/$name" "$port" "$@"; then
+    cat "$WORK/$name.start.err" >&2
+    fail "could not start $name"
+  fi
+  STARTED+=("$script|$WORK/$name")
 }
 
 # stop_server NAME SCRIPT: stops the server started as NAME.

@@ -7,21 +7,10 @@
 # command is refused.
 source "$(dirname "$0")/hosts_lib.sh"
 
-# lighttpd on a free port (sets $port); another test can take the port
-# between free_port and the bind, so three tries.
-start_store_local() {
-  local attempt
-  for attempt in 1 2 3; do
-    port=$(free_port)
-    if STORE_URL=$(env WATCH_PID=$$ bash "$SERVERS/lighttpd.sh" start "$WORK/lighttpd" "$port" \
-      2>"$WORK/lighttpd.err"); then
-      SERVER_STOPS+=("$SERVERS/lighttpd.sh|$WORK/lighttpd")
-      return 0
-    fi
-  done
-  fail "lighttpd did not start: $(cat "$WORK/lighttpd.err")"
-}
-start_store_local
+start_server_script "$SERVERS/lighttpd.sh" "$WORK/lighttpd" "" ||
+  fail "lighttpd did not start: $(cat "$WORK/lighttpd.start.err")"
+SERVER_STOPS+=("$SERVERS/lighttpd.sh|$WORK/lighttpd")
+port=$PORT
 proxy_port=$(free_port)
 head -c 200000 /dev/urandom >"$WORK/lighttpd/root/blob"
 chmod 644 "$WORK/lighttpd/root/blob"

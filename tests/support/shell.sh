@@ -35,3 +35,19 @@ free_port() {
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
   done
 }
+
+# start_server_script SCRIPT DIR PORT [VAR=VALUE...]: runs `SCRIPT start DIR
+# PORT` (a script of tests/integration/servers/) with VAR=VALUE in its
+# environment, stopped with this shell at the latest; with PORT empty, on a
+# free port. Up to three tries: another test can take a free port between
+# free_port and the server's bind. Sets $PORT, and $URL (what the script
+# printed); the last try's errors are in DIR.start.err.
+start_server_script() {
+  local script=$1 dir=$2 port=$3 attempt
+  shift 3
+  for attempt in 1 2 3; do
+    PORT=${port:-$(free_port)}
+    URL=$(env WATCH_PID=$$ "$@" bash "$script" start "$dir" "$PORT" 2>"$dir.start.err") && return 0
+  done
+  return 1
+}
