@@ -5,9 +5,19 @@ namespace instance {
 namespace webdav {
 
 Result<std::optional<Document>> WebDavStore::fetch(const Key& key) {
-  net::Request request{
+  const net::Request request{
       .method = "GET", .url = key_url(base_, key, false), .max_body = kMaxDocumentSize};
-  const Sent sent = send(std::move(request));
+  Sent sent = send(request);
+  if (sent.response.transport_ok() && sent.response.status == 403) {
+    // Apache answers 403 to a GET of a document deleted between its stat and
+    // its open (its log says "AH00132: file permissions deny server access"
+    // with "No such file or directory"): a read racing a release. Asked
+    // again, the document is gone (404) or back (200); a real refusal says
+    // 403 again.
+    options_.logger->debug("webdav GET answered 403; asking once more",
+                           {{"key", key.str()}, {"store", where_}});
+    sent = send(request);
+  }
   const auto& r = sent.response;
   if (r.body_too_large) {
     return malformed("get", key, "the document is larger than the 1 MiB cap; left alone");

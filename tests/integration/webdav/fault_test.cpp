@@ -272,6 +272,17 @@ TEST_F(Faults, StatusesMapToTheStoreCodes) {
   }
 }
 
+TEST_F(Faults, AForbiddenReadIsAskedOnceMoreThenReportedAsPermission) {
+  // One 403 to a GET may be Apache's read racing a delete (the real-server
+  // suite races them); a second one is a real refusal: permission, never
+  // "not found", so the record still counts as live.
+  FaultServer server([](const FaultRequest&) { return FaultReply{.status = 403}; });
+  auto doc = make_store(options(server))->get(key("instances/a"));
+  ASSERT_FALSE(doc.has_value());
+  EXPECT_EQ(doc.error().code, Errc::permission) << doc.error().message;
+  EXPECT_EQ(count(server, "GET"), 2);
+}
+
 TEST_F(Faults, RedirectsAreNotFollowed) {
   FaultServer elsewhere([](const FaultRequest&) { return FaultReply{.status = 200, .body = "x"}; });
   FaultServer server([&](const FaultRequest&) {

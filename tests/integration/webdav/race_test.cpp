@@ -44,9 +44,6 @@ TEST_P(WebDavRace, AtMostOneHolderAtAnyMoment) {
             << " double_holder_rounds=" << r.double_holder_rounds
             << " max_holders=" << r.max_holders << " errors=" << r.errors << "; "
             << r.holders_per_round() << "\n";
-  // Under this contention Apache now and then answers a GET of a record being
-  // replaced with 403 Forbidden; the guard then refuses (safely) with a
-  // permission error instead of naming the holder. Reported, not hidden.
   if (r.errors > 0) std::cout << "[ race ] errors, first: " << r.first_error << "\n";
   EXPECT_LT(r.errors, std::max(1, c.rounds / 10)) << r.first_error;
   if (mode == Mode::announce) {
