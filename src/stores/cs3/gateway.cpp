@@ -1,6 +1,5 @@
 // The session with the gateway: service account authentication, the space
 // (found by id and checked), call preparation, the retry loop's helpers.
-#include <ctime>
 #include <random>
 
 #include "store.hpp"
@@ -217,22 +216,15 @@ std::string Cs3Store::random_hex(std::size_t bytes) {
 }
 
 void Cs3Store::check_date(const std::string& date) {
-  if (date.empty() || skew_warned_.load()) return;
-  std::tm tm{};
-  if (::strptime(date.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm) == nullptr) return;
-  const auto server = std::chrono::system_clock::from_time_t(::timegm(&tm));
-  const auto ours = options_.clock->wall();
-  const auto skew = ours > server ? ours - server : server - ours;
-  // The Date header has whole seconds: allow one more.
-  const Duration max_skew = timeouts_.get().max_clock_skew.value_or(Duration::max() / 2);
-  if (skew > max_skew + std::chrono::seconds(1) && !skew_warned_.exchange(true)) {
-    options_.logger->warn(
-        "the CS3 data gateway's clock differs from ours; CS3 lock expirations are computed on "
-        "our clock and judged on the server's",
-        {{"store", where_},
-         {"skew_ms",
-          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(skew).count())}});
-  }
+  const Duration max_skew = timeouts_.get().max_clock_skew.value_or(Duration::max());
+  const auto skew = date_check_.first_excess(date, options_.clock->wall(), max_skew);
+  if (!skew) return;
+  options_.logger->warn(
+      "the CS3 data gateway's clock differs from ours; CS3 lock expirations are computed on "
+      "our clock and judged on the server's",
+      {{"store", where_},
+       {"skew_ms",
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(*skew).count())}});
 }
 
 }  // namespace instance::cs3

@@ -26,6 +26,7 @@
 #include "instance/stores/cs3.hpp"
 #include "net/errors.hpp"
 #include "net/http.hpp"
+#include "net/http_date.hpp"
 #include "net/retry.hpp"
 
 namespace instance::cs3 {
@@ -270,7 +271,7 @@ class Cs3Store final : public Store {
   // guarded by random_mu_ (stores on other threads have their own).
   std::mutex random_mu_;
   std::mt19937_64 rng_{std::random_device{}()};
-  std::atomic<bool> skew_warned_{false};
+  net::ServerDateCheck date_check_;  // warns once about the gateway clock
 };
 
 }  // namespace instance::cs3

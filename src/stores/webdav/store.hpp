@@ -19,6 +19,7 @@
 #include "errors.hpp"
 #include "instance/stores/webdav.hpp"
 #include "net/http.hpp"
+#include "net/http_date.hpp"
 #include "paths.hpp"
 
 namespace instance::webdav {
@@ -256,7 +257,7 @@ class WebDavStore final : public Store {
   // known, create() checks for the document first.
   std::atomic<bool> if_none_match_honoured_{false};
 
-  std::atomic<bool> skew_warned_{false};
+  net::ServerDateCheck date_check_;        // warns once about the server clock
   std::atomic<bool> base_checked_{false};  // ensure_base found nothing to refuse
   LockGrants grants_;                      // what each lock token was granted (lock_granted)
 };

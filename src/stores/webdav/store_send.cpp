@@ -1,7 +1,6 @@
 // The WebDAV store: sending with retries, and the server clock check.
 #include <algorithm>
 
-#include "http_date.hpp"
 #include "instance/time.hpp"
 #include "net/retry.hpp"
 #include "store.hpp"
@@ -55,21 +54,17 @@ WebDavStore::Sent WebDavStore::send(net::Request request) {
 
 void WebDavStore::check_date(const net::Response& response) {
   const std::string date = response.header("Date");
-  if (date.empty() || skew_warned_.load(std::memory_order_relaxed)) return;
-  const auto server = parse_http_date(date);
-  if (!server) return;
   const auto local = options_.clock->wall();
-  const auto skew = local > *server ? local - *server : *server - local;
   const Duration max_skew = timeouts_.get().max_clock_skew.value_or(Duration::max());
-  if (skew <= max_skew) return;
-  if (skew_warned_.exchange(true)) return;
+  const auto skew = date_check_.first_excess(date, local, max_skew);
+  if (!skew) return;
   options_.logger->warn(
       "the WebDAV server's clock and ours disagree by more than the allowed skew; lease expiry "
       "is judged on our clock: synchronise the clocks (NTP)",
       {{"store", where_},
        {"server_date", date},
        {"local_time", format_rfc3339(local)},
-       {"skew", format_duration(std::chrono::duration_cast<Duration>(skew))},
+       {"skew", format_duration(*skew)},
        {"max_skew", format_duration(max_skew)}});
 }
 

@@ -1,9 +1,9 @@
-#include "http_date.hpp"
+#include "net/http_date.hpp"
 
 #include <array>
 #include <charconv>
 
-namespace instance::webdav {
+namespace instance::net {
 namespace {
 
 std::optional<int> number(std::string_view text, std::size_t width) {
@@ -44,4 +44,22 @@ std::optional<WallTime> parse_http_date(std::string_view text) {
          std::chrono::minutes{*minute} + std::chrono::seconds{*second};
 }
 
-}  // namespace instance::webdav
+std::optional<Duration> http_date_skew(std::string_view date, WallTime local) {
+  const auto server = parse_http_date(date);
+  if (!server) return std::nullopt;
+  const WallTime second_end = *server + std::chrono::seconds(1);
+  if (local < *server) return std::chrono::duration_cast<Duration>(*server - local);
+  if (local >= second_end) return std::chrono::duration_cast<Duration>(local - second_end);
+  return Duration::zero();
+}
+
+std::optional<Duration> ServerDateCheck::first_excess(std::string_view date, WallTime local,
+                                                      Duration max_skew) {
+  if (date.empty() || warned_.load(std::memory_order_relaxed)) return std::nullopt;
+  const auto skew = http_date_skew(date, local);
+  if (!skew || *skew <= max_skew) return std::nullopt;
+  if (warned_.exchange(true)) return std::nullopt;
+  return skew;
+}
+
+}  // namespace instance::net
