@@ -2,6 +2,9 @@
 
 #include <array>
 #include <charconv>
+#include <string>
+
+#include "instance/time.hpp"
 
 namespace instance::net {
 namespace {
@@ -60,6 +63,17 @@ std::optional<Duration> ServerDateCheck::first_excess(std::string_view date, Wal
   if (!skew || *skew <= max_skew) return std::nullopt;
   if (warned_.exchange(true)) return std::nullopt;
   return skew;
+}
+
+void ServerDateCheck::check(std::string_view date, WallTime local, Duration max_skew, Logger& log,
+                            std::string_view warning, std::string_view store) {
+  const auto skew = first_excess(date, local, max_skew);
+  if (!skew) return;
+  log.warn(warning, {{"store", std::string(store)},
+                     {"server_date", std::string(date)},
+                     {"local_time", format_rfc3339(local)},
+                     {"skew", format_duration(*skew)},
+                     {"max_skew", format_duration(max_skew)}});
 }
 
 }  // namespace instance::net

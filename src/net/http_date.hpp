@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "instance/clock.hpp"
+#include "instance/logger.hpp"
 
 namespace instance::net {
 
@@ -30,6 +31,11 @@ std::optional<Duration> http_date_skew(std::string_view date, WallTime local);
 class ServerDateCheck {
  public:
   std::optional<Duration> first_excess(std::string_view date, WallTime local, Duration max_skew);
+
+  // first_excess, and when it returns a skew, `warning` logged at warn with
+  // the store, the server's Date, the local time, the skew and max_skew.
+  void check(std::string_view date, WallTime local, Duration max_skew, Logger& log,
+             std::string_view warning, std::string_view store);
 
  private:
   std::atomic<bool> warned_{false};

@@ -284,8 +284,8 @@ elif [[ ${HOSTS_SKEW:-1} == 1 ]]; then
   for mode in "${small_modes[@]}"; do
     skew_phase "skew-small-$mode" "$mode" $((MAX_SKEW_MS / 2))
     ((CHECK_STATUS == 0)) || fail "$PHASE: h2 $((MAX_SKEW_MS / 2)) ms ahead (under --max-skew) broke exclusion"
-    # Redis and PostgreSQL ask the server for its time; WebDAV and CS3 read a
-    # reply's Date, which has whole seconds, may be cached by the server
+    # Redis and PostgreSQL ask the server for its time; WebDAV, etcd and CS3
+    # read a reply's Date, which has whole seconds, may be cached by the server
     # and is stale when the reply was held up (a partition): a warning there
     # under the allowed skew is counted, not failed (RELIABILITY.md).
     false_warnings=$(cat "$WORK/skew-small-$mode".h2.*.err | grep -c "$CLOCK_WARNING" || true)
@@ -329,17 +329,13 @@ elif [[ ${HOSTS_SKEW:-1} == 1 ]]; then
     else
       ok "$PHASE: h2 $big ms $direction (past --max-skew): $overlaps overlaps"
     fi
-    # What the guard says about it: the stores that see the server's clock
-    # (WebDAV and CS3 in the Date header, Redis and PostgreSQL from the
-    # server) warn; the etcd store has no such check.
+    # What the guard says about it: every store sees the server's clock
+    # (WebDAV, etcd and CS3 in the Date header, Redis and PostgreSQL from the
+    # server) and warns.
     warned=$(cat "$WORK/$name".h2.*.err | grep -c "$CLOCK_WARNING" || true)
-    if [[ $STORE_KIND != etcd ]]; then
-      ((warned > 0)) || fail "$PHASE: the guard ${offset#-} ms $direction never warned about its clock"
-      ok "$PHASE: the skewed guard warned: $(cat "$WORK/$name".h2.*.err |
-        grep -m1 "$CLOCK_WARNING" | sed 's/.* warn: //' | cut -c1-110)..."
-    else
-      ok "$PHASE: the skewed guard logged $warned clock warnings (the etcd store has no clock check)"
-    fi
+    ((warned > 0)) || fail "$PHASE: the guard ${offset#-} ms $direction never warned about its clock"
+    ok "$PHASE: the skewed guard warned: $(cat "$WORK/$name".h2.*.err |
+      grep -m1 "$CLOCK_WARNING" | sed 's/.* warn: //' | cut -c1-110)..."
   done
 fi
 [[ ! -s $FAULTLOG ]] || cat "$FAULTLOG"

@@ -126,8 +126,8 @@ struct Cs3StoreOptions {
   std::chrono::milliseconds max_backoff{2000};
 
   // Warn (once) when the data gateway's Date differs from clock->wall() by
-  // more (plus 1 s: Date has whole seconds); a guard sets it to its max_skew
-  // (Store::tune).
+  // more (Date has whole seconds: the gateway's time is taken as anywhere in
+  // the second it names); a guard sets it to its max_skew (Store::tune).
   std::chrono::nanoseconds max_clock_skew = std::chrono::seconds(12);
   std::shared_ptr<Clock> clock;  // the system clock when null
 

@@ -46,6 +46,11 @@
 // Secrets live only in the options and the store: never logged, never in
 // describe() or an error, never in a URL or a process argument.
 //
+// Clock: every reply's Date header (etcd's HTTP gateway sends one) is
+// compared with `clock->wall()`; one warning is logged when they differ by
+// more than `max_clock_skew`. etcd judges its leases on its own clock, but
+// the records of verify and announce expire on the guards' clocks.
+//
 // Size: writes over kMaxDocumentSize are refused (Errc::invalid) before any
 // request; a stored value over it reads as Errc::malformed.
 //
@@ -93,6 +98,10 @@ struct EtcdStoreOptions {
   std::chrono::milliseconds retry_deadline{10000};   // all attempts of one operation
   std::chrono::milliseconds initial_backoff{50};     // first retry delay (before jitter)
   std::chrono::milliseconds max_backoff{1000};       // retry delay cap
+  // Warn (once) when the server's Date differs from clock->wall() by more
+  // (the server's time is taken as anywhere in the second Date names); a
+  // guard sets it to its max_skew (Store::tune).
+  std::chrono::nanoseconds max_clock_skew = std::chrono::seconds(12);
   // Retry deadlines and pauses run on it (tests inject a FakeClock).
   std::shared_ptr<Clock> clock;  // the system clock when null
 

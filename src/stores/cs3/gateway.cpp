@@ -216,15 +216,12 @@ std::string Cs3Store::random_hex(std::size_t bytes) {
 }
 
 void Cs3Store::check_date(const std::string& date) {
-  const Duration max_skew = timeouts_.get().max_clock_skew.value_or(Duration::max());
-  const auto skew = date_check_.first_excess(date, options_.clock->wall(), max_skew);
-  if (!skew) return;
-  options_.logger->warn(
-      "the CS3 data gateway's clock differs from ours; CS3 lock expirations are computed on "
-      "our clock and judged on the server's",
-      {{"store", where_},
-       {"skew_ms",
-        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(*skew).count())}});
+  date_check_.check(date, options_.clock->wall(),
+                    timeouts_.get().max_clock_skew.value_or(Duration::max()), *options_.logger,
+                    "the CS3 data gateway's clock differs from ours; CS3 lock expirations are "
+                    "computed on our clock and judged on the server's: synchronise the clocks "
+                    "(NTP)",
+                    where_);
 }
 
 }  // namespace instance::cs3

@@ -13,6 +13,7 @@
 #include "instance/stores/etcd.hpp"
 #include "net/errors.hpp"
 #include "net/http.hpp"
+#include "net/http_date.hpp"
 #include "net/retry.hpp"
 
 namespace instance {
@@ -143,7 +144,7 @@ class EtcdStore final : public Store {
         shown_(std::move(shown)),
         timeouts_({.retry_deadline = options_.retry_deadline,
                    .request_timeout = options_.request_timeout,
-                   .max_clock_skew = std::nullopt}) {}
+                   .max_clock_skew = options_.max_clock_skew}) {}
 
   std::string describe() const override { return shown_; }
 
@@ -514,7 +515,17 @@ class EtcdStore final : public Store {
     if (!authorization.empty()) {
       request.headers.push_back("Authorization: " + std::string(authorization));
     }
-    return http_->perform(request);
+    net::Response reply = http_->perform(request);
+    if (reply.transport_ok()) {
+      date_check_.check(reply.header("Date"), options_.clock->wall(),
+                        timeouts_.get().max_clock_skew.value_or(Duration::max()),
+                        options_.logger ? *options_.logger : *null_logger(),
+                        "the etcd server's clock and ours disagree by more than the allowed skew; "
+                        "etcd's leases are judged on its clock, verify's records on ours: "
+                        "synchronise the clocks (NTP)",
+                        shown_);
+    }
+    return reply;
   }
 
   // Sends one request, retrying what a retry may cure until retry_deadline.
@@ -570,8 +581,9 @@ class EtcdStore final : public Store {
   EtcdStoreOptions options_;
   std::unique_ptr<net::Client> http_;
   std::string shown_;
-  TunedTimeouts timeouts_;  // retry_deadline and request_timeout (tune())
-  LockGrants grants_;       // each lock token's granted TTL (lock_granted)
+  TunedTimeouts timeouts_;           // retry_deadline, request_timeout, max_clock_skew (tune())
+  net::ServerDateCheck date_check_;  // warns once about the server's clock
+  LockGrants grants_;                // each lock token's granted TTL (lock_granted)
   std::mutex auth_mu_;
   std::string token_;           // from /v3/auth/authenticate; guarded by auth_mu_
   bool auth_disabled_ = false;  // guarded by auth_mu_

@@ -53,19 +53,12 @@ WebDavStore::Sent WebDavStore::send(net::Request request) {
 }
 
 void WebDavStore::check_date(const net::Response& response) {
-  const std::string date = response.header("Date");
-  const auto local = options_.clock->wall();
-  const Duration max_skew = timeouts_.get().max_clock_skew.value_or(Duration::max());
-  const auto skew = date_check_.first_excess(date, local, max_skew);
-  if (!skew) return;
-  options_.logger->warn(
+  date_check_.check(
+      response.header("Date"), options_.clock->wall(),
+      timeouts_.get().max_clock_skew.value_or(Duration::max()), *options_.logger,
       "the WebDAV server's clock and ours disagree by more than the allowed skew; lease expiry "
       "is judged on our clock: synchronise the clocks (NTP)",
-      {{"store", where_},
-       {"server_date", date},
-       {"local_time", format_rfc3339(local)},
-       {"skew", format_duration(*skew)},
-       {"max_skew", format_duration(max_skew)}});
+      where_);
 }
 
 }  // namespace instance::webdav

@@ -70,6 +70,28 @@ TEST_F(EtcdStoreTest, DeclaresEveryCapabilityWithTheServersClock) {
   EXPECT_EQ(store()->describe(), "etcd://127.0.0.1:" + std::to_string(server().port()) + prefix_);
 }
 
+TEST_F(EtcdStoreTest, AServerClockFarFromOursIsWarnedOnce) {
+  // etcd's gateway stamps every reply with a Date; the server runs on this
+  // machine's clock, and the store's clock is set apart from it.
+  auto logger = std::make_shared<CapturingLogger>();
+  auto clock = std::make_shared<FakeClock>();
+  clock->set_wall(std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now()));
+  auto options = server().options(prefix_);
+  options.logger = logger;
+  options.clock = clock;
+  options.max_clock_skew = 5s;
+  auto s = make_etcd_store(options).value();
+  ASSERT_TRUE(s->replace(key("instances/a"), "x"));
+  EXPECT_TRUE(logger->lines_at(LogLevel::warn).empty());  // in agreement
+  clock->set_wall(clock->wall() + 60s);
+  ASSERT_TRUE(s->get(key("instances/a")));
+  ASSERT_TRUE(s->get(key("instances/a")));
+  const auto warnings = logger->lines_at(LogLevel::warn);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("the etcd server's clock"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("max_skew=5s"), std::string::npos) << warnings[0];
+}
+
 TEST_F(EtcdStoreTest, ARefusedLockNamesItsHolder) {
   auto a = store();
   auto b = store();  // its own connection
