@@ -1,6 +1,6 @@
 // The HTTP Date header (RFC 9110 IMF-fixdate: "Sun, 06 Nov 1994 08:49:37
-// GMT") and the server clock check the HTTP stores (WebDAV, the CS3 data
-// gateway) make with it.
+// GMT") and the server clock check the HTTP stores (WebDAV, etcd's gateway,
+// the CS3 data gateway) make with it.
 //
 // parse_http_date and http_date_skew are pure; ServerDateCheck is
 // thread-safe.
