@@ -65,15 +65,19 @@ std::optional<Duration> ServerDateCheck::first_excess(std::string_view date, Wal
   return skew;
 }
 
-void ServerDateCheck::check(std::string_view date, WallTime local, Duration max_skew, Logger& log,
-                            std::string_view warning, std::string_view store) {
-  const auto skew = first_excess(date, local, max_skew);
+void ServerDateCheck::check(std::string_view date, Clock& clock, const TunedTimeouts& timeouts,
+                            Logger& log, std::string_view warning, std::string_view store) {
+  if (date.empty() || warned_.load(std::memory_order_relaxed)) return;
+  const auto max_skew = timeouts.get().max_clock_skew;
+  if (!max_skew) return;
+  const WallTime local = clock.wall();
+  const auto skew = first_excess(date, local, *max_skew);
   if (!skew) return;
   log.warn(warning, {{"store", std::string(store)},
                      {"server_date", std::string(date)},
                      {"local_time", format_rfc3339(local)},
                      {"skew", format_duration(*skew)},
-                     {"max_skew", format_duration(max_skew)}});
+                     {"max_skew", format_duration(*max_skew)}});
 }
 
 }  // namespace instance::net

@@ -12,6 +12,7 @@
 
 #include "instance/clock.hpp"
 #include "instance/logger.hpp"
+#include "instance/store.hpp"  // TunedTimeouts
 
 namespace instance::net {
 
@@ -32,9 +33,11 @@ class ServerDateCheck {
  public:
   std::optional<Duration> first_excess(std::string_view date, WallTime local, Duration max_skew);
 
-  // first_excess, and when it returns a skew, `warning` logged at warn with
-  // the store, the server's Date, the local time, the skew and max_skew.
-  void check(std::string_view date, WallTime local, Duration max_skew, Logger& log,
+  // first_excess against `clock` and the threshold `timeouts` holds now (a
+  // store that checks no clock has none), and when it returns a skew,
+  // `warning` logged at warn with the store, the server's Date, the local
+  // time, the skew and max_skew. Once warned, it reads neither.
+  void check(std::string_view date, Clock& clock, const TunedTimeouts& timeouts, Logger& log,
              std::string_view warning, std::string_view store);
 
  private:

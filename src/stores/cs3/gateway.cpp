@@ -216,8 +216,7 @@ std::string Cs3Store::random_hex(std::size_t bytes) {
 }
 
 void Cs3Store::check_date(const std::string& date) {
-  date_check_.check(date, options_.clock->wall(),
-                    timeouts_.get().max_clock_skew.value_or(Duration::max()), *options_.logger,
+  date_check_.check(date, *options_.clock, timeouts_, *options_.logger,
                     "the CS3 data gateway's clock differs from ours; CS3 lock expirations are "
                     "computed on our clock and judged on the server's: synchronise the clocks "
                     "(NTP)",

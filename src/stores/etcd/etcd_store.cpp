@@ -517,8 +517,7 @@ class EtcdStore final : public Store {
     }
     net::Response reply = http_->perform(request);
     if (reply.transport_ok()) {
-      date_check_.check(reply.header("Date"), options_.clock->wall(),
-                        timeouts_.get().max_clock_skew.value_or(Duration::max()),
+      date_check_.check(reply.header("Date"), *options_.clock, timeouts_,
                         options_.logger ? *options_.logger : *null_logger(),
                         "the etcd server's clock and ours disagree by more than the allowed skew; "
                         "etcd's leases are judged on its clock, verify's records on ours: "

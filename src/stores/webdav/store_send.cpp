@@ -54,8 +54,7 @@ WebDavStore::Sent WebDavStore::send(net::Request request) {
 
 void WebDavStore::check_date(const net::Response& response) {
   date_check_.check(
-      response.header("Date"), options_.clock->wall(),
-      timeouts_.get().max_clock_skew.value_or(Duration::max()), *options_.logger,
+      response.header("Date"), *options_.clock, timeouts_, *options_.logger,
       "the WebDAV server's clock and ours disagree by more than the allowed skew; lease expiry "
       "is judged on our clock: synchronise the clocks (NTP)",
       where_);
