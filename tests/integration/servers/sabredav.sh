@@ -5,6 +5,7 @@
 #   sabredav.sh stop  <dir>
 # Documents live in <dir>/root. Binds 127.0.0.1 only. Optional environment:
 #   WATCH_PID=<pid>   stop the server when that process dies
+#   SABRE_STOCK_LOCKS=1   the stock file lock backend (every lock 1800 s)
 # `php -S` serves one request at a time. sabre/dav answers 404 (not 409) to a
 # PUT under a missing folder. The stock file lock backend grants every lock
 # 1800 s whatever was asked; the backend here keeps the Timeout asked (capped
@@ -19,6 +20,8 @@ start)
     need php-cli php-sabre-dav
   fi
   mkdir -p "$dir/root" "$dir/data"
+  backend=TimeoutKeepingLocks
+  [ "${SABRE_STOCK_LOCKS:-}" = 1 ] && backend='\Sabre\DAV\Locks\Backend\File'
   cat >"$dir/server.php" <<PHP
 <?php
 // sabre/dav 1.8 predates PHP 8: keep its deprecation notices out of replies.
@@ -45,7 +48,7 @@ class TimeoutKeepingLocks extends \Sabre\DAV\Locks\Backend\File {
         return true;
     }
 }
-\$server->addPlugin(new \Sabre\DAV\Locks\Plugin(new TimeoutKeepingLocks('$dir/data/locks')));
+\$server->addPlugin(new \Sabre\DAV\Locks\Plugin(new $backend('$dir/data/locks')));
 \$server->exec();
 PHP
   stop_server

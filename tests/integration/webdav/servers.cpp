@@ -65,6 +65,8 @@ std::string script_name(ServerKind kind) {
       return "rclone.sh";
     case ServerKind::sabredav:
       return "sabredav.sh";
+    case ServerKind::chezdav:
+      return "chezdav.sh";
   }
   return "apache.sh";
 }
@@ -74,6 +76,8 @@ WebDavServer& WebDavServer::named(const std::string& name) {
   if (name == "nginx") return nginx();
   if (name == "rclone") return rclone();
   if (name == "sabredav") return sabredav();
+  if (name == "sabredav-stock") return sabredav_stock();
+  if (name == "chezdav") return chezdav();
   return apache();
 }
 
@@ -108,7 +112,22 @@ bool WebDavServer::start() {
   if (config_.kind == ServerKind::nginx) {
     env += "NGINX_LOCK_TIMEOUT=" + std::to_string(kNginxLockZone.count()) + "s ";
   }
-  if (!config_.user.empty()) {
+  if (config_.stock_locks) env += "SABRE_STOCK_LOCKS=1 ";
+  if (!config_.user.empty() && config_.kind == ServerKind::chezdav) {
+    // user:realm:md5(user:realm:password); the password goes through stdin.
+    const auto htdigest = dir_ / "htdigest";
+    const auto digest_cmd = "printf '%s' " + shell_quote(config_.user + ":" + kDigestRealm + ":") +
+                            "\"$(cat)\" | md5sum | cut -d' ' -f1 > " +
+                            shell_quote((dir_ / "hash").string());
+    if (run("printf '%s' " + shell_quote(config_.password) + " | " + digest_cmd) != 0) {
+      return false;
+    }
+    auto hash = read_file(dir_ / "hash");
+    while (!hash.empty() && (hash.back() == '\n' || hash.back() == '\r')) hash.pop_back();
+    std::ofstream(htdigest) << config_.user << ":" << kDigestRealm << ":" << hash << "\n";
+    env += "HTDIGEST=" + shell_quote(htdigest.string()) + " DIGEST_REALM=" +
+           shell_quote(kDigestRealm) + " ";
+  } else if (!config_.user.empty()) {
     const auto htpasswd = dir_ / "htpasswd";
     // The test password goes through stdin, not the command line.
     const auto line_cmd = "printf '%s\\n' " + shell_quote(config_.password) +

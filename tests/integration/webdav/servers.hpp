@@ -1,6 +1,7 @@
 // Real WebDAV servers for the tests: Apache httpd (mod_dav_fs), lighttpd
 // (mod_webdav), nginx (dav + dav_ext, with a lock zone of kNginxLockZone),
-// rclone serve webdav and sabre/dav (php -S), started from
+// rclone serve webdav, sabre/dav (php -S; also with its stock 1800 s locks)
+// and GNOME's chezdav (phodav: locks that never expire), started from
 // tests/integration/servers/*.sh on 127.0.0.1.
 //
 // Each server is started at most once per test executable, on first use,
@@ -19,7 +20,7 @@
 
 namespace instance::testing {
 
-enum class ServerKind { apache, lighttpd, nginx, rclone, sabredav };
+enum class ServerKind { apache, lighttpd, nginx, rclone, sabredav, chezdav };
 
 // The start script's name for `kind` ("nginx.sh").
 std::string script_name(ServerKind kind);
@@ -34,11 +35,20 @@ inline constexpr const char* kAuthPassword = "pw-Zq8#s3cr3t";
 
 struct ServerConfig {
   ServerKind kind = ServerKind::apache;
-  // Basic auth required: the htpasswd line is made for this user and password.
+  // Auth required for this user and password: Basic (an htpasswd line) on
+  // Apache, Digest (an htdigest line, realm kDigestRealm) on chezdav.
   std::string user;
   std::string password;
   bool tls = false;  // https with a self-signed certificate (ca_file())
+  // sabre/dav: the stock file lock backend, which grants every lock 1800 s
+  // whatever was asked (otherwise the Timeout asked is kept).
+  bool stock_locks = false;
 };
+
+// The Digest realm of chezdav's authenticated test server.
+inline constexpr const char* kDigestRealm = "instance-guard-test";
+// The lock timeout sabre/dav's stock file backend grants every LOCK.
+inline constexpr std::chrono::seconds kSabreStockLockTimeout{1800};
 
 class WebDavServer {
  public:
@@ -50,12 +60,22 @@ class WebDavServer {
   static WebDavServer& nginx() { return get("nginx", {.kind = ServerKind::nginx}); }
   static WebDavServer& rclone() { return get("rclone", {.kind = ServerKind::rclone}); }
   static WebDavServer& sabredav() { return get("sabredav", {.kind = ServerKind::sabredav}); }
+  static WebDavServer& sabredav_stock() {
+    return get("sabredav-stock", {.kind = ServerKind::sabredav, .stock_locks = true});
+  }
+  static WebDavServer& chezdav() { return get("chezdav", {.kind = ServerKind::chezdav}); }
+  // chezdav requiring Digest auth as kAuthUser / kAuthPassword.
+  static WebDavServer& chezdav_with_auth() {
+    return get("chezdav-auth",
+               {.kind = ServerKind::chezdav, .user = kAuthUser, .password = kAuthPassword});
+  }
   // Apache requiring basic auth as kAuthUser / kAuthPassword.
   static WebDavServer& apache_with_auth() {
     return get("apache-auth",
                {.kind = ServerKind::apache, .user = kAuthUser, .password = kAuthPassword});
   }
-  // By name: "apache", "lighttpd", "nginx", "rclone" or "sabredav".
+  // By name: "apache", "lighttpd", "nginx", "rclone", "sabredav",
+  // "sabredav-stock" or "chezdav".
   static WebDavServer& named(const std::string& name);
 
   ~WebDavServer();
