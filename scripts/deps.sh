@@ -30,6 +30,7 @@ PACKAGES=(
   rclone                # WebDAV test server (rclone serve webdav: 404 for a missing folder)
   php-cli               # WebDAV test server: sabre/dav under php -S
   php-sabre-dav
+  chezdav               # WebDAV test server: GNOME phodav (locks that never expire, Digest auth)
   etcd-server           # etcd store test server (tests/integration/servers/etcd.sh)
   etcd-client           # etcdctl: the etcd test server's auth setup
   curl
