@@ -47,6 +47,12 @@ struct Document {
   std::string version;
 };
 
+// Who holds a lock (Store::lock_holder).
+struct LockHolder {
+  std::string token;  // what unlock() takes
+  std::string owner;  // the owner text the holder gave lock(), as the store kept it
+};
+
 struct Capabilities {
   // Reads and writes return a version that changes with every write.
   bool versions = false;
@@ -57,6 +63,12 @@ struct Capabilities {
   bool native_lease = false;
   // Expiry is judged on the store's clock, not the client's.
   bool server_clock = false;
+  // With native_lease: a lock may outlive its holder (a WebDAV server keeps
+  // it for a timeout of its own, or for ever), and lock_holder() names who
+  // holds one, so that unlock() with that holder's token ends it. The guard
+  // ends a lock only when it has proven the holder fenced (its lease and its
+  // record expired by more than max-skew: docs/design/arguments.md).
+  bool ends_stale_locks = false;
   // Set when the store did not learn what its server can do: why, naming the
   // cause. Either it could not (the server cannot be reached, refuses our
   // credentials, a TLS failure; the next call of capabilities() asks again),
@@ -139,8 +151,16 @@ class INSTANCE_EXPORT Store {
   // refresh_lock: extends our lock. Errc::locked, Errc::not_found or
   // Errc::conflict when it is no longer ours (expired, taken): the lease is lost.
   virtual Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl);
-  // unlock: releases our lock; not_found when it was already gone.
+  // unlock: releases the lock held under `token` (ours, or, with
+  // ends_stale_locks, a holder's that lock_holder() named); not_found when
+  // that token no longer holds it (released, expired, or ended by someone
+  // else first), Errc::permission when the server refuses to end it.
   virtual Result<void> unlock(const Key& key, std::string_view token);
+  // lock_holder (ends_stale_locks): who holds the lock on `key` now, as the
+  // store reports it: the token unlock() takes and the owner text given to
+  // lock(). Errc::not_found when nobody holds it; Errc::unsupported (the
+  // default) where the store cannot tell. Reads only.
+  virtual Result<LockHolder> lock_holder(const Key& key);
   // lock_epoch: a fencing number the store itself gave the lock behind
   // `token` (from lock() of `key` on this store), greater than the number of
   // every earlier lock of `key` (an etcd revision). 0 when the store gives
@@ -234,6 +254,7 @@ class INSTANCE_EXPORT StoreWrapper : public Store {
   Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override;
   Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
   Result<void> unlock(const Key& key, std::string_view token) override;
+  Result<LockHolder> lock_holder(const Key& key) override;
   std::uint64_t lock_epoch(const Key& key, std::string_view token) override;
   Duration lock_granted(const Key& key, std::string_view token) override;
   void tune(const StoreTiming& timing) override;

@@ -32,6 +32,10 @@ Result<void> Store::unlock(const Key& key, std::string_view) {
   return fail(Errc::unsupported, "locks on " + key.str() + " are not supported by " + describe());
 }
 
+Result<LockHolder> Store::lock_holder(const Key& key) {
+  return fail(Errc::unsupported, describe() + " cannot tell who holds the lock on " + key.str());
+}
+
 std::uint64_t Store::lock_epoch(const Key&, std::string_view) { return 0; }
 
 Duration Store::lock_granted(const Key&, std::string_view) { return Duration::zero(); }
@@ -115,6 +119,7 @@ Result<void> StoreWrapper::refresh_lock(const Key& key, std::string_view token, 
 Result<void> StoreWrapper::unlock(const Key& key, std::string_view token) {
   return target_->unlock(key, token);
 }
+Result<LockHolder> StoreWrapper::lock_holder(const Key& key) { return target_->lock_holder(key); }
 std::uint64_t StoreWrapper::lock_epoch(const Key& key, std::string_view token) {
   return target_->lock_epoch(key, token);
 }

@@ -37,9 +37,9 @@
 //            true (the document stays, so the epoch never goes back).
 #include <algorithm>
 
-#include <nlohmann/json.hpp>
-
+#include "instance/credentials.hpp"
 #include "instance/time.hpp"
+#include "lease.hpp"
 #include "protocol.hpp"
 
 namespace instance::detail {
@@ -47,83 +47,15 @@ namespace {
 
 constexpr int kMaxRaces = 16;
 
-const Key& lease_key() {
-  static const Key key = *Key::parse("instances.lease");
-  return key;
-}
-
-const Key& lock_key() {
-  static const Key key = *Key::parse("instances.lock");
-  return key;
-}
-
 bool lost_code(Errc code) {
   return code == Errc::conflict || code == Errc::not_found || code == Errc::locked;
-}
-
-struct Lease {
-  std::string holder;
-  std::uint64_t epoch = 0;
-  WallTime expires_at{};
-  std::string host;
-  std::optional<std::int64_t> pid;
-  std::string boot_id;
-  std::string pid_ns;
-  bool released = false;
-
-  // The lease as a record, for liveness and for naming the holder.
-  Record as_record() const {
-    return Record{.id = holder,
-                  .expires_at = expires_at,
-                  .host = host,
-                  .pid = pid,
-                  .boot_id = boot_id,
-                  .pid_ns = pid_ns};
-  }
-};
-
-std::string encode(const Lease& lease) {
-  nlohmann::ordered_json j;
-  j["holder"] = lease.holder;
-  j["epoch"] = lease.epoch;
-  j["expires_at"] = format_rfc3339(lease.expires_at);
-  j["host"] = lease.host;
-  if (lease.pid) j["pid"] = *lease.pid;
-  j["boot_id"] = lease.boot_id;
-  j["pid_ns"] = lease.pid_ns;
-  j["released"] = lease.released;
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-Result<Lease> decode(std::string_view bytes) {
-  auto bad = [](std::string_view why) {
-    return fail(Errc::malformed, "not a lease document: " + std::string(why));
-  };
-  const auto j = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
-  Lease lease;
-  try {
-    lease.holder = j.at("holder").get<std::string>();
-    lease.epoch = j.at("epoch").get<std::uint64_t>();
-    auto expires = parse_rfc3339(j.at("expires_at").get<std::string>());
-    if (!expires) return bad(expires.error().message);
-    lease.expires_at = *expires;
-    lease.host = j.value("host", "");
-    if (j.contains("pid")) lease.pid = j.at("pid").get<std::int64_t>();
-    lease.boot_id = j.value("boot_id", "");
-    lease.pid_ns = j.value("pid_ns", "");
-    lease.released = j.value("released", false);
-  } catch (const nlohmann::json::exception& e) {
-    return bad(e.what());
-  }
-  if (lease.holder.empty() || lease.epoch == 0) return bad("no holder or epoch");
-  return lease;
 }
 
 class Exclusive final : public Protocol {
  public:
   Mode mode() const noexcept override { return Mode::exclusive; }
   std::string_view guarantee() const noexcept override {
+    if (!guarantee_.empty()) return guarantee_;
     if (native_) {
       return "mutual exclusion by the store's own lock, expired on the store's clock, with a "
              "fencing epoch";
@@ -133,7 +65,9 @@ class Exclusive final : public Protocol {
   }
 
   std::expected<Holding, ClaimError> acquire(const Context& ctx, std::stop_token stop) override {
-    native_ = ctx.store.capabilities().native_lease;
+    const Capabilities caps = ctx.store.capabilities();
+    native_ = caps.native_lease;
+    ends_stale_ = native_ && caps.ends_stale_locks;
     if (native_) return acquire_locked(ctx, stop);
     for (int race = 0; race < kMaxRaces; ++race) {
       if (stop.stop_requested()) {
@@ -171,16 +105,25 @@ class Exclusive final : public Protocol {
       }
       held.granted = granted;
     }
-    Lease lease = ours(ctx, *held.epoch, now, held.granted);
+    Lease lease = ours(ctx, held, now);
     if (native_) {
       if (auto version = write_lease(ctx, lease, held.lease_version); version) {
         held.lease_version = std::move(*version);
+      } else if (ends_stale_) {
+        // A successor judges our lock by this document: one that still shows
+        // the last expiry would let it end our lock once that passes, so
+        // the renewal counts only with the document rewritten.
+        return {Renewal::failed,
+                Error{version.error().code,
+                      "the lock was refreshed, but the lease document that successors judge it "
+                      "by could not be rewritten: " +
+                          version.error().message}};
       } else {
         ctx.log.warn("lock refreshed, but the lease document could not be rewritten",
                      {{"error", version.error().message}});
       }
     } else {
-      auto version = ctx.store.replace_if(lease_key(), encode(lease), held.lease_version);
+      auto version = ctx.store.replace_if(lease_key(), encode_lease(lease), held.lease_version);
       if (!version) {
         if (lost_code(version.error().code)) {
           return {Renewal::lost, Error{Errc::lost, "the lease was taken by another instance (" +
@@ -206,7 +149,7 @@ class Exclusive final : public Protocol {
     // Our record goes first, while the lease is still ours: a successor that
     // takes the lease over must not find it live (it would refuse).
     Result<void> outcome = remove_our_record(ctx);
-    Lease lease = ours(ctx, *held.epoch, ctx.clock.wall(), held.granted);
+    Lease lease = ours(ctx, held, ctx.clock.wall());
     lease.released = true;
     auto version = write_lease(ctx, lease, held.lease_version);
     if (!version && !lost_code(version.error().code) && outcome) {
@@ -227,13 +170,19 @@ class Exclusive final : public Protocol {
   Result<std::string> write_lease(const Context& ctx, const Lease& lease,
                                   const std::string& version) {
     if (!native_ || (ctx.store.capabilities().conditional_writes && !version.empty())) {
-      return ctx.store.replace_if(lease_key(), encode(lease), version);
+      return ctx.store.replace_if(lease_key(), encode_lease(lease), version);
     }
-    return ctx.store.replace(lease_key(), encode(lease));
+    return ctx.store.replace(lease_key(), encode_lease(lease));
   }
 
   std::expected<Holding, ClaimError> acquire_locked(const Context& ctx, std::stop_token stop) {
-    auto token = ctx.store.lock(lock_key(), ctx.options.ttl, ctx.options.id);
+    auto token = take_lock(ctx);
+    if (!token && token.error().code == Errc::locked && ends_stale_) {
+      // The lock may have outlived a holder that stopped renewing: end it
+      // when that holder is proven fenced, then ask once more.
+      if (auto ended = end_stale_lock(ctx); !ended) return std::unexpected(ended.error());
+      token = take_lock(ctx);
+    }
     if (!token) {
       if (token.error().code != Errc::locked) {
         return std::unexpected(
@@ -242,7 +191,7 @@ class Exclusive final : public Protocol {
       // Name the holder from the lease document when it can be read.
       std::optional<Record> holder;
       if (auto doc = ctx.store.get(lease_key()); doc) {
-        if (auto lease = decode(doc->data); lease && !lease->released) {
+        if (auto lease = decode_lease(doc->data); lease && !lease->released) {
           holder = lease->as_record();
         }
       }
@@ -264,11 +213,14 @@ class Exclusive final : public Protocol {
     std::string version;
     std::string previous;  // the last holder: its lock is gone, so its record no longer counts
     if (auto doc = ctx.store.get(lease_key()); doc) {
-      auto lease = decode(doc->data);
+      auto lease = decode_lease(doc->data);
       if (!lease) return give_up(refusal(lease_key(), std::nullopt, lease.error().message));
       epoch = lease->epoch + 1;
       version = doc->version;
       previous = lease->holder;
+      if (lease->locks_outlive_grant && !locks_outlive_grant_) {
+        locks_outlive_grant_ = lease->locks_outlive_grant;
+      }
     } else if (doc.error().code != Errc::not_found) {
       return give_up(failure(doc.error().code, "cannot read the lease: " + doc.error().message));
     }
@@ -291,16 +243,162 @@ class Exclusive final : public Protocol {
       return give_up(clear.error());
     }
 
-    const Lease lease = ours(ctx, epoch, ctx.clock.wall(), held.granted);
-    auto written = version.empty() ? ctx.store.replace(lease_key(), encode(lease))
+    held.epoch = epoch;
+    const Lease lease = ours(ctx, held, ctx.clock.wall());
+    auto written = version.empty() ? ctx.store.replace(lease_key(), encode_lease(lease))
                                    : write_lease(ctx, lease, version);
     if (!written) {
       return give_up(
           failure(written.error().code, "cannot write the lease: " + written.error().message));
     }
     held.lease_version = std::move(*written);
-    held.epoch = epoch;
+    describe_guarantee();
     return finish(ctx, std::move(held));
+  }
+
+  // lock() with our owner text: on a store that may end stale locks, who we
+  // are, when we asked and for how long (a successor judges a lock that no
+  // lease document names by it); elsewhere our id.
+  Result<std::string> take_lock(const Context& ctx) {
+    if (!ends_stale_) return ctx.store.lock(lock_key(), ctx.options.ttl, ctx.options.id);
+    const LockOwner owner{.id = ctx.options.id,
+                          .locked_at = ctx.clock.wall(),
+                          .ttl = ctx.options.ttl,
+                          .host = ctx.self.host,
+                          .pid = ctx.self.pid,
+                          .boot_id = ctx.self.boot_id,
+                          .pid_ns = ctx.self.pid_ns};
+    return ctx.store.lock(lock_key(), ctx.options.ttl, encode_lock_owner(owner));
+  }
+
+  // The store's lock is held. Ends it when its holder is proven fenced: its
+  // lease (the document written under this very lock, or else the lock's own
+  // owner text) and its record both expired more than max_skew ago on our
+  // clock, or it stood down, or it was a process on this host that is gone
+  // (docs/design/arguments.md, "Ending a stale lock"). Success means "ask
+  // for the lock again" (also when someone else ended it first); otherwise
+  // the refusal, naming the holder and why its lock stays.
+  std::expected<void, ClaimError> end_stale_lock(const Context& ctx) {
+    auto holder = ctx.store.lock_holder(lock_key());
+    if (!holder) {
+      if (holder.error().code == Errc::not_found) return {};  // gone since our lock()
+      return std::unexpected(refusal(
+          lock_key(), std::nullopt,
+          "it holds the store's lock, and who holds it cannot be read: " + holder.error().message));
+    }
+    std::optional<Lease> lease;
+    if (auto doc = ctx.store.get(lease_key()); doc) {
+      auto decoded = decode_lease(doc->data);
+      if (!decoded)
+        return std::unexpected(refusal(lease_key(), std::nullopt, decoded.error().message));
+      lease = std::move(*decoded);
+    } else if (doc.error().code != Errc::not_found) {
+      return std::unexpected(
+          failure(doc.error().code, "cannot read the lease: " + doc.error().message));
+    }
+    const bool named = lease && !lease->lock_token.empty() && lease->lock_token == holder->token;
+    const auto owner = decode_lock_owner(holder->owner);
+    // The holder as a record, live until the latest expiry anything shows.
+    std::optional<Record> who;
+    if (named) who = lease->as_record();
+    if (owner) {
+      if (!who) {
+        who = owner->as_record();
+      } else if (owner->id != who->id) {
+        who->expires_at = std::max(who->expires_at, owner->as_record().expires_at);
+      }
+    }
+    if (!who) {
+      return std::unexpected(refusal(
+          lock_key(), std::nullopt,
+          "it holds the store's lock, taken by \"" + printable(holder->owner, 200) +
+              "\", which no lease document names and which is not an instance-guard lock "
+              "owner, so no guard ends it; it lasts until the server's own timeout: remove it "
+              "on the server (an UNLOCK of its token) or restart the server"));
+    }
+    const bool stood_down = named && lease->released;
+    if (!stood_down) {
+      if (auto record = holder_record(ctx, who->id); !record) {
+        return std::unexpected(record.error());
+      } else if (*record && (*record)->expires_at > who->expires_at) {
+        who->expires_at = (*record)->expires_at;  // it renewed its record later
+      }
+    }
+    const WallTime now = ctx.clock.wall();
+    const Duration margin = *ctx.options.max_skew;
+    if (!stood_down && is_live(ctx, *who, now, margin)) {
+      return std::unexpected(
+          refusal(lock_key(), *who,
+                  "it holds the store's lock; a holder that stops renewing counts as live until "
+                  "its expiry plus max-skew (" +
+                      format_rfc3339(who->expires_at + margin) +
+                      "), after which the next claim ends its lock"));
+    }
+    if (named && lease->lock_expires_at && now > *lease->lock_expires_at + margin) {
+      if (!locks_outlive_grant_) locks_outlive_grant_ = now;
+      ctx.log.warn(
+          "the store keeps locks past the timeout it granted: its locks do not expire on their "
+          "own, so a crashed holder's lock is ended by its successor",
+          {{"store", ctx.store.describe()},
+           {"granted_until", format_rfc3339(*lease->lock_expires_at)}});
+    }
+    auto ended = ctx.store.unlock(lock_key(), holder->token);
+    if (!ended && ended.error().code == Errc::not_found) {
+      ctx.log.debug("the stale lock was ended by someone else first", {{"holder", who->id}});
+      return {};
+    }
+    if (!ended) {
+      std::string until = named && lease->lock_expires_at
+                              ? "until " + format_rfc3339(*lease->lock_expires_at)
+                              : std::string("until the server's own timeout, perhaps for ever");
+      return std::unexpected(refusal(
+          lock_key(), *who,
+          "it holds the store's lock, which outlived it: its lease expired at " +
+              format_rfc3339(who->expires_at) + ", but the server refused to end the lock (" +
+              ended.error().message + "); the server keeps it " + until +
+              ": an operator ends it with `instance-guard release --force --id " + who->id +
+              "` using the account that took it, or by restarting the server"));
+    }
+    ctx.log.warn("ended the store's lock of a holder that stopped renewing",
+                 {{"holder", who->id},
+                  {"host", who->host},
+                  {"expired_at", format_rfc3339(who->expires_at)},
+                  {"reason", stood_down                       ? "it stood down"
+                             : now < who->expires_at + margin ? "its process on this host is gone"
+                                                              : "its lease and record expired"}});
+    return {};
+  }
+
+  // The record of `id`: nullopt when absent; a refusal when unreadable (it
+  // counts as live) and a failure when it cannot be read at all.
+  static std::expected<std::optional<Record>, ClaimError> holder_record(const Context& ctx,
+                                                                        const std::string& id) {
+    auto key = record_key(id);
+    if (!key) return std::optional<Record>{};
+    auto doc = ctx.store.get(*key);
+    if (!doc && doc.error().code == Errc::not_found) return std::optional<Record>{};
+    if (!doc && doc.error().code != Errc::malformed) {
+      return std::unexpected(
+          failure(doc.error().code,
+                  "cannot read " + key->str() + ", so it counts as live: " + doc.error().message));
+    }
+    auto record = doc ? decode_record(doc->data) : std::unexpected(doc.error());
+    if (!record) return std::unexpected(refusal(*key, std::nullopt, record.error().message));
+    return std::optional<Record>{std::move(*record)};
+  }
+
+  // The guarantee line on a store whose locks a successor may end.
+  void describe_guarantee() {
+    if (!ends_stale_) return;
+    guarantee_ =
+        "mutual exclusion by the store's own lock while its holder renews it, with a fencing "
+        "epoch; a holder that stops renewing has its lock ended by the next claim once its lease "
+        "expired by more than max-skew, judged on the guards' clocks";
+    if (locks_outlive_grant_) {
+      guarantee_ += "; this server keeps locks past the timeout it grants (seen " +
+                    format_rfc3339(*locks_outlive_grant_) +
+                    "), so that is the only way a crashed holder's lock ends";
+    }
   }
 
   // The scan once the lease (or lock) is ours to take: every other live
@@ -317,28 +415,43 @@ class Exclusive final : public Protocol {
         }};
   }
 
-  // Our lease document; its expiry is the ttl, or the store's lock grant
-  // when longer (the store keeps the lock that long: nobody may be told the
-  // lease expired before).
-  static Lease ours(const Context& ctx, std::uint64_t epoch, WallTime now,
-                    Duration granted = Duration::zero()) {
-    return Lease{.holder = ctx.options.id,
-                 .epoch = epoch,
-                 .expires_at = now + held_for(ctx.options, granted),
-                 .host = ctx.self.host,
-                 .pid = ctx.self.pid,
-                 .boot_id = ctx.self.boot_id,
-                 .pid_ns = ctx.self.pid_ns};
+  // How long others must count our claim as held after a write: the ttl,
+  // or the store's lock grant when longer (the store keeps the lock that
+  // long: nobody may be told the lease expired before). Where a successor
+  // ends a lock that outlived its holder, the ttl: that is when we fence.
+  Duration expiry_window(const Context& ctx, Duration granted) const {
+    return held_for(ctx.options, ends_stale_ ? Duration::zero() : granted);
+  }
+
+  // Our lease document for a write at `now`: under a lock a successor may
+  // end, it names the lock's token and when the store's grant ends.
+  Lease ours(const Context& ctx, const Holding& held, WallTime now) const {
+    Lease lease{.holder = ctx.options.id,
+                .epoch = held.epoch.value_or(1),
+                .expires_at = now + expiry_window(ctx, held.granted),
+                .host = ctx.self.host,
+                .pid = ctx.self.pid,
+                .boot_id = ctx.self.boot_id,
+                .pid_ns = ctx.self.pid_ns};
+    if (ends_stale_) {
+      lease.lock_token = held.lock_token;
+      if (held.granted != kForever) {
+        lease.lock_expires_at =
+            now + (held.granted > Duration::zero() ? held.granted : ctx.options.ttl);
+      }
+      lease.locks_outlive_grant = locks_outlive_grant_;
+    }
+    return lease;
   }
 
   // One read-decide-write round: the holding when we won, nullopt when a
   // compare-and-set lost (try again), a ClaimError when refused or failed.
-  static std::expected<std::optional<Holding>, ClaimError> try_acquire(const Context& ctx,
-                                                                       std::stop_token stop) {
+  std::expected<std::optional<Holding>, ClaimError> try_acquire(const Context& ctx,
+                                                                std::stop_token stop) {
     auto doc = ctx.store.get(lease_key());
     std::optional<Lease> current;
     if (doc) {
-      auto lease = decode(doc->data);
+      auto lease = decode_lease(doc->data);
       if (!lease) {
         // Unreadable counts as held; never overwrite what we cannot read.
         return std::unexpected(refusal(lease_key(), std::nullopt, lease.error().message));
@@ -361,7 +474,7 @@ class Exclusive final : public Protocol {
     }
 
     const std::uint64_t epoch = current ? current->epoch + 1 : 1;
-    const std::string bytes = encode(ours(ctx, epoch, ctx.clock.wall()));
+    const std::string bytes = encode_lease(ours(ctx, Holding{.epoch = epoch}, ctx.clock.wall()));
     auto version = current ? ctx.store.replace_if(lease_key(), bytes, doc->version)
                            : ctx.store.create(lease_key(), bytes);
     if (!version) {
@@ -374,12 +487,15 @@ class Exclusive final : public Protocol {
     return Holding{.lease_version = std::move(*version), .epoch = epoch};
   }
 
-  bool native_ = false;  // decided at acquire: a native lease is in use
+  bool native_ = false;                          // decided at acquire: a native lease is in use
+  bool ends_stale_ = false;                      // and a lock that outlived its holder may be ended
+  std::optional<WallTime> locks_outlive_grant_;  // carried in our lease document
+  std::string guarantee_;                        // when it differs from the fixed lines
 
   std::expected<Holding, ClaimError> finish(const Context& ctx, Holding held) {
     const WallTime now = ctx.clock.wall();
     held.record = our_record(ctx, now, "");
-    held.record.expires_at = now + held_for(ctx.options, held.granted);
+    held.record.expires_at = now + expiry_window(ctx, held.granted);
     if (auto written = ctx.store.replace(ctx.record_key, encode_record(held.record)); !written) {
       const Error error = written.error();
       (void)release(ctx, held);

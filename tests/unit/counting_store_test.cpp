@@ -38,13 +38,17 @@ TEST_F(CountingStoreTest, CountsEveryOperationOnceAndForwardsIt) {
   auto token = store->lock(key("locks/x"), 10s, "me");
   ASSERT_TRUE(token);
   ASSERT_TRUE(store->refresh_lock(key("locks/x"), *token, 10s));
+  auto holder = store->lock_holder(key("locks/x"));
+  ASSERT_TRUE(holder);
+  EXPECT_EQ(holder->token, *token);
+  EXPECT_EQ(holder->owner, "me");
   ASSERT_TRUE(store->unlock(key("locks/x"), *token));
 
   const RequestCounts c = store->counts();
   for (int i = 0; i < kStoreOpCount; ++i) {
     EXPECT_EQ(c.by_op[static_cast<std::size_t>(i)], 1u) << to_string(static_cast<StoreOp>(i));
   }
-  EXPECT_EQ(c.total(), 10u);
+  EXPECT_EQ(c.total(), 11u);
   EXPECT_EQ(c.writes(), 3u);
   EXPECT_EQ(c.removes(), 2u);
   EXPECT_EQ(c.lock_ops(), 3u);

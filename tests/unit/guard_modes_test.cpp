@@ -660,6 +660,219 @@ TEST_F(NativeLeaseTest, ALongerGrantIsTheExpiryTheLeaseAndRecordShow) {
   EXPECT_GT(b.error().holder->record->expires_at, clock->wall()) << "not told expired";
 }
 
+// ---- exclusive where locks outlive their holders (phodav, sabre/dav) ------
+
+// A memory store whose locks never expire, as phodav's: the guard must end
+// the lock of a holder it proved fenced, and never a live holder's.
+class StaleLockTest : public ModesTest {
+ protected:
+  void SetUp() override {
+    memory = make_memory_store({.lease_clock = clock, .locks_outlive_holders = true});
+    store = std::make_shared<FailingStore>(memory);
+  }
+  const Key lock = Key::parse("instances.lock").value();
+  // What a guard that crashed right after its lock leaves: the lock, with the
+  // owner text a guard writes, and no lease document naming it.
+  std::string lock_as_guard(std::string_view id, WallTime at, Duration ttl) {
+    const std::string owner =
+        R"({"instance_guard":")" + std::string(id) + R"(","locked_at":")" + format_rfc3339(at) +
+        R"(","ttl_ms":)" +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(ttl).count()) + "}";
+    return memory->lock(lock, ttl, owner).value();
+  }
+};
+
+TEST_F(StaleLockTest, AHolderThatStoppedRenewingLosesItsLockOnlyPastItsExpiryPlusTheSkewMargin) {
+  int lost = 0;
+  auto opts = options("a", Mode::automatic);
+  opts.on_lost = [&](const Error&) { ++lost; };
+  auto a = Guard::create(store, opts).value().claim().value();
+  EXPECT_EQ(a.mode(), Mode::exclusive);
+  EXPECT_NE(a.guarantee().find("judged on the guards' clocks"), std::string_view::npos)
+      << a.guarantee();
+  // a hangs (or crashed): nothing renews. Its lease and record expire at
+  // +30 s; others count them live until +32 s.
+  clock->advance(32s - 1ms);
+  auto early = guard("b", Mode::exclusive).claim();
+  ASSERT_FALSE(early.has_value());
+  EXPECT_EQ(early.error().error.code, Errc::another_instance);
+  ASSERT_TRUE(early.error().holder->record.has_value());
+  EXPECT_EQ(early.error().holder->record->id, "a");
+  EXPECT_NE(early.error().error.message.find("counts as live until"), std::string::npos)
+      << early.error().error.message;
+  clock->advance(2ms);
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  EXPECT_EQ(b->epoch(), std::optional<std::uint64_t>(2));
+  EXPECT_TRUE(logger->contains("ended the store's lock of a holder that stopped renewing"));
+  scheduler->run_due();  // a's overdue renewal: its lock is gone
+  EXPECT_EQ(lost, 1);
+  EXPECT_TRUE(b->active());
+}
+
+TEST_F(StaleLockTest, AHolderThatRenewsIsNeverEndedHoweverLongItHolds) {
+  auto a = guard("a", Mode::exclusive).claim().value();
+  for (int i = 1; i <= 30; ++i) {
+    scheduler->advance(10s);  // every renewal lands
+    ASSERT_TRUE(a.active()) << "after " << i * 10 << " s";
+    auto b = guard("b", Mode::exclusive).claim();
+    ASSERT_FALSE(b.has_value()) << "b ended a renewing holder's lock after " << i * 10 << " s";
+  }
+  EXPECT_FALSE(logger->contains("ended the store's lock"));
+}
+
+TEST_F(StaleLockTest, ALeaseAndRecordExpireOnTheTtlEvenWhenTheStoreGrantsLonger) {
+  auto granting = std::make_shared<GrantingStore>(store, 1800s);  // sabre/dav's stock grant
+  const WallTime now = clock->wall();
+  auto a = guard("a", Mode::exclusive, granting).claim().value();
+  EXPECT_EQ(a.record().expires_at, now + 30s) << "a fences at the ttl, so others may then";
+  const auto lease = memory->get(Key::parse("instances.lease").value());
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_NE(lease->data.find(R"("lock_expires_at":")" + format_rfc3339(now + 1800s)),
+            std::string::npos)
+      << lease->data;
+  clock->advance(33s);
+  auto b = guard("b", Mode::exclusive, granting).claim();
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  EXPECT_FALSE(logger->contains("past the timeout it granted")) << "within its grant";
+}
+
+TEST_F(StaleLockTest, ALockKeptPastItsGrantIsReportedAndSaidInTheGuarantee) {
+  auto a = guard("a", Mode::exclusive).claim().value();  // granted as asked: 30 s
+  clock->advance(40s);
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  EXPECT_TRUE(logger->contains("the store keeps locks past the timeout it granted"));
+  EXPECT_NE(b->guarantee().find("keeps locks past the timeout it grants"), std::string_view::npos)
+      << b->guarantee();
+  ASSERT_TRUE(b->stand_down());
+  // The finding travels in the lease document to the next holder.
+  auto c = guard("c", Mode::exclusive).claim().value();
+  EXPECT_NE(c.guarantee().find("keeps locks past the timeout it grants"), std::string_view::npos);
+}
+
+TEST_F(StaleLockTest, AHolderThatCrashedBeforeItsLeaseDocumentIsJudgedByItsLockOwner) {
+  lock_as_guard("crashed", clock->wall(), 30s);
+  clock->advance(31s);
+  auto early = guard("b", Mode::exclusive).claim();
+  ASSERT_FALSE(early.has_value()) << "its lock is live until locked_at + ttl + max-skew";
+  EXPECT_EQ(early.error().holder->record->id, "crashed");
+  clock->advance(2s);
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  EXPECT_EQ(b->epoch(), std::optional<std::uint64_t>(1));
+}
+
+TEST_F(StaleLockTest, ALockThatNoGuardTookIsNeverEndedAndTheRefusalSaysWhatToDo) {
+  ASSERT_TRUE(memory->lock(lock, 1s, "another program"));
+  clock->advance(24h);
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().error.code, Errc::another_instance);
+  EXPECT_NE(b.error().error.message.find("not an instance-guard lock owner"), std::string::npos)
+      << b.error().error.message;
+  EXPECT_NE(b.error().error.message.find("restart the server"), std::string::npos);
+  EXPECT_TRUE(memory->lock_holder(lock).has_value()) << "still held";
+}
+
+TEST_F(StaleLockTest, AHoldersLaterRecordKeepsItsLockLive) {
+  auto a = guard("a", Mode::exclusive).claim().value();
+  // The lease document says +30 s, but a's record (renewed by other means:
+  // an operator, a guard of another version) says +60 s: the later counts.
+  Record r = a.record();
+  r.expires_at = clock->wall() + 60s;
+  put_record(r);
+  clock->advance(40s);
+  EXPECT_FALSE(guard("b", Mode::exclusive).claim().has_value());
+  clock->advance(23s);
+  EXPECT_TRUE(guard("b", Mode::exclusive).claim().has_value());
+}
+
+TEST_F(StaleLockTest, AnUnreadableHolderRecordKeepsItsLock) {
+  auto a = guard("a", Mode::exclusive).claim().value();
+  ASSERT_TRUE(memory->replace(record_key("a").value(), "{not json"));
+  clock->advance(1h);
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().error.code, Errc::another_instance);
+  EXPECT_TRUE(memory->lock_holder(lock).has_value());
+}
+
+TEST_F(StaleLockTest, AStoodDownHolderWhoseUnlockFailedIsEndedAtOnce) {
+  // a stands down: record removed, lease marked released, but the unlock
+  // never reaches the store.
+  struct NoUnlock final : StoreWrapper {
+    using StoreWrapper::StoreWrapper;
+    Result<void> unlock(const Key& k, std::string_view) override {
+      return fail(Errc::unavailable, "unlock of " + k.str() + ": no reply");
+    }
+  };
+  auto broken = std::make_shared<NoUnlock>(store);
+  auto a = guard("a", Mode::exclusive, broken).claim().value();
+  (void)a.stand_down();
+  ASSERT_TRUE(memory->lock_holder(lock).has_value());
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  EXPECT_TRUE(logger->contains("it stood down"));
+}
+
+TEST_F(StaleLockTest, TwoSuccessorsEndAStaleLockAtMostOnceBetweenThem) {
+  auto a = guard("a", Mode::exclusive).claim().value();
+  clock->advance(33s);
+  // c's whole claim runs between b's judgement and b's unlock: b's unlock of
+  // a's token then finds it gone, and b meets c's live lock.
+  struct RacingUnlock final : StoreWrapper {
+    using StoreWrapper::StoreWrapper;
+    std::function<void()> before_unlock;
+    Result<void> unlock(const Key& k, std::string_view token) override {
+      if (auto hook = std::exchange(before_unlock, nullptr)) hook();
+      return StoreWrapper::unlock(k, token);
+    }
+  };
+  auto racing = std::make_shared<RacingUnlock>(store);
+  std::optional<Claim> c;
+  racing->before_unlock = [&] {
+    auto claimed = guard("c", Mode::exclusive).claim();
+    ASSERT_TRUE(claimed.has_value()) << claimed.error().error.message;
+    c.emplace(std::move(*claimed));
+  };
+  auto b = guard("b", Mode::exclusive, racing).claim();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_FALSE(b.has_value()) << "b and c would both hold";
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().holder->record->id, "c");
+  EXPECT_TRUE(c->active());
+}
+
+TEST_F(StaleLockTest, AFailedLeaseDocumentWriteIsAFailedRenewalSoTheHolderFencesInTime) {
+  int lost = 0;
+  auto opts = options("a", Mode::exclusive);
+  opts.on_lost = [&](const Error&) { ++lost; };
+  const MonoTime since = clock->monotonic();
+  auto a = Guard::create(store, opts).value().claim().value();
+  const Key lease = Key::parse("instances.lease").value();
+  store->fail_on(Op::replace, Errc::unavailable, [&](const Key& k) { return k == lease; });
+  store->fail_on(Op::replace_if, Errc::unavailable, [&](const Key& k) { return k == lease; });
+  scheduler->advance(10s);  // the lock refreshes, the document does not
+  EXPECT_TRUE(logger->contains("renewal failed"));
+  EXPECT_EQ(a.fence_deadline(), since + 28s) << "the deadline did not move";
+  scheduler->advance(18s);
+  EXPECT_EQ(lost, 1) << "fenced before a successor may end its lock (+32 s)";
+}
+
+TEST_F(StaleLockTest, ADeadProcessOnThisHostLosesItsLockAtOnce) {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // now a pid with no process
+  auto opts = options("a", Mode::exclusive);
+  opts.host = "host-b";  // b's host, boot and pid namespace
+  opts.pid = child;
+  auto a = Guard::create(store, opts).value().claim().value();
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  EXPECT_TRUE(logger->contains("its process on this host is gone"));
+}
+
 }  // namespace
 }  // namespace instance
 

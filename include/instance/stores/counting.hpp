@@ -65,6 +65,7 @@ class INSTANCE_EXPORT CountingStore final : public StoreWrapper {
   Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override;
   Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
   Result<void> unlock(const Key& key, std::string_view token) override;
+  Result<LockHolder> lock_holder(const Key& key) override;
 
  private:
   void count(StoreOp op) noexcept {

@@ -64,12 +64,14 @@ enum class StoreOp {
   lock,
   refresh_lock,
   unlock,
+  lock_holder,
 };
-inline constexpr int kStoreOpCount = 10;
+inline constexpr int kStoreOpCount = 11;
 
-// "get", "create", ..., "unlock".
+// "get", "create", ..., "unlock", "lock_holder".
 INSTANCE_EXPORT std::string_view to_string(StoreOp op) noexcept;
-// Whether the operation changes the store (everything but get and list).
+// Whether the operation changes the store (everything but get, list and
+// lock_holder).
 INSTANCE_EXPORT bool is_write(StoreOp op) noexcept;
 
 enum class FaultKind { fail, timeout, delay, lost_reply, stale_read, corrupt };
@@ -152,6 +154,7 @@ class INSTANCE_EXPORT FaultStore final : public StoreWrapper {
   Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override;
   Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
   Result<void> unlock(const Key& key, std::string_view token) override;
+  Result<LockHolder> lock_holder(const Key& key) override;
 
  private:
   struct State;

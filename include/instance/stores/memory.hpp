@@ -15,4 +15,15 @@ namespace instance {
 INSTANCE_EXPORT std::shared_ptr<Store> make_memory_store(
     std::shared_ptr<Clock> lease_clock = nullptr);
 
+struct MemoryStoreOptions {
+  // Native leases on this clock; none without one.
+  std::shared_ptr<Clock> lease_clock;
+  // Locks that never expire, whatever was asked, as some WebDAV servers'
+  // (phodav): the store then declares ends_stale_locks instead of
+  // server_clock, and lock_holder() names who holds a lock, so a guard ends
+  // the lock of a holder it proved fenced. For tests and the simulator.
+  bool locks_outlive_holders = false;
+};
+INSTANCE_EXPORT std::shared_ptr<Store> make_memory_store(MemoryStoreOptions options);
+
 }  // namespace instance

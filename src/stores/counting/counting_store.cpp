@@ -96,6 +96,11 @@ Result<void> CountingStore::refresh_lock(const Key& key, std::string_view token,
   return StoreWrapper::refresh_lock(key, token, ttl);
 }
 
+Result<LockHolder> CountingStore::lock_holder(const Key& key) {
+  count(StoreOp::lock_holder);
+  return StoreWrapper::lock_holder(key);
+}
+
 Result<void> CountingStore::unlock(const Key& key, std::string_view token) {
   count(StoreOp::unlock);
   return StoreWrapper::unlock(key, token);

@@ -31,11 +31,15 @@ std::string_view to_string(StoreOp op) noexcept {
       return "refresh_lock";
     case StoreOp::unlock:
       return "unlock";
+    case StoreOp::lock_holder:
+      return "lock_holder";
   }
   return "unknown";
 }
 
-bool is_write(StoreOp op) noexcept { return op != StoreOp::get && op != StoreOp::list; }
+bool is_write(StoreOp op) noexcept {
+  return op != StoreOp::get && op != StoreOp::list && op != StoreOp::lock_holder;
+}
 
 std::string_view to_string(FaultKind kind) noexcept {
   switch (kind) {
@@ -417,6 +421,12 @@ Result<void> FaultStore::unlock(const Key& key, std::string_view token) {
   const auto d = state_->decide(StoreOp::unlock, key);
   return state_->intercept<void>(*this, StoreOp::unlock, key, d,
                                  [&] { return target().unlock(key, token); });
+}
+
+Result<LockHolder> FaultStore::lock_holder(const Key& key) {
+  const auto d = state_->decide(StoreOp::lock_holder, key);
+  return state_->intercept<LockHolder>(*this, StoreOp::lock_holder, key, d,
+                                       [&] { return target().lock_holder(key); });
 }
 
 std::shared_ptr<FaultStore> make_fault_store(std::shared_ptr<Store> target, FaultOptions options) {

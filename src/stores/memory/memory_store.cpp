@@ -10,7 +10,8 @@ namespace {
 // reused, even after a remove and re-create.
 class MemoryStore final : public Store {
  public:
-  explicit MemoryStore(std::shared_ptr<Clock> lease_clock) : clock_(std::move(lease_clock)) {}
+  explicit MemoryStore(MemoryStoreOptions options)
+      : clock_(std::move(options.lease_clock)), outlive_(options.locks_outlive_holders) {}
 
   std::string describe() const override { return "memory:"; }
 
@@ -18,19 +19,30 @@ class MemoryStore final : public Store {
     return {.versions = true,
             .conditional_writes = true,
             .native_lease = clock_ != nullptr,
-            .server_clock = clock_ != nullptr};
+            .server_clock = clock_ != nullptr && !outlive_,
+            .ends_stale_locks = clock_ != nullptr && outlive_};
   }
 
-  Result<std::string> lock(const Key& key, Duration ttl, std::string_view) override {
+  Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override {
     if (!clock_) return Store::lock(key, ttl, "");
     std::lock_guard lock(mu_);
     const MonoTime now = clock_->monotonic();
-    if (auto it = locks_.find(key); it != locks_.end() && now < it->second.expires) {
+    if (auto it = locks_.find(key); it != locks_.end() && held(it->second, now)) {
       return fail(Errc::locked, "lock " + key.str() + " in memory: held by another");
     }
     const std::string token = "mem-" + std::to_string(++last_version_);
-    locks_[key] = {token, now + ttl};
+    locks_[key] = {token, now + ttl, std::string(owner)};
     return token;
+  }
+
+  Result<LockHolder> lock_holder(const Key& key) override {
+    if (!clock_) return Store::lock_holder(key);
+    std::lock_guard lock(mu_);
+    const auto it = locks_.find(key);
+    if (it == locks_.end() || !held(it->second, clock_->monotonic())) {
+      return fail(Errc::not_found, "lock " + key.str() + " in memory: held by nobody");
+    }
+    return LockHolder{.token = it->second.token, .owner = it->second.owner};
   }
 
   Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override {
@@ -38,7 +50,7 @@ class MemoryStore final : public Store {
     std::lock_guard lock(mu_);
     const MonoTime now = clock_->monotonic();
     const auto it = locks_.find(key);
-    if (it == locks_.end() || it->second.token != token || now >= it->second.expires) {
+    if (it == locks_.end() || it->second.token != token || !held(it->second, now)) {
       return fail(Errc::locked, "refresh lock " + key.str() + " in memory: no longer ours");
     }
     it->second.expires = now + ttl;
@@ -141,8 +153,12 @@ class MemoryStore final : public Store {
   struct Lock {
     std::string token;
     MonoTime expires;
+    std::string owner;
   };
+  bool held(const Lock& lock, MonoTime now) const { return outlive_ || now < lock.expires; }
+
   std::shared_ptr<Clock> clock_;
+  const bool outlive_;  // locks never expire (as phodav's): MemoryStoreOptions
   std::mutex mu_;
   std::map<Key, Document> docs_;
   std::map<Key, Lock> locks_;
@@ -152,7 +168,11 @@ class MemoryStore final : public Store {
 }  // namespace
 
 std::shared_ptr<Store> make_memory_store(std::shared_ptr<Clock> lease_clock) {
-  return std::make_shared<MemoryStore>(std::move(lease_clock));
+  return make_memory_store(MemoryStoreOptions{.lease_clock = std::move(lease_clock)});
+}
+
+std::shared_ptr<Store> make_memory_store(MemoryStoreOptions options) {
+  return std::make_shared<MemoryStore>(std::move(options));
 }
 
 }  // namespace instance

@@ -170,9 +170,42 @@ Result<std::vector<ListingEntry>> parse_multistatus(std::string_view body,
   return entries;
 }
 
+namespace {
+
+// Inside a lockdiscovery: a DAV: element, or one in no namespace at all.
+bool is_lock_element(pugi::xml_node node, std::string_view local) {
+  if (node.type() != pugi::node_element) return false;
+  const std::string_view name = node.name();
+  if (local_name(name) != local) return false;
+  const std::string_view ns = namespace_of(node, prefix_of(name));
+  return ns == kDav || ns.empty();
+}
+
+pugi::xml_node lock_child(pugi::xml_node parent, std::string_view local) {
+  for (auto child : parent.children()) {
+    if (is_lock_element(child, local)) return child;
+  }
+  return {};
+}
+
+// Every text inside `node`, in document order.
+std::string text_of(pugi::xml_node node) {
+  std::string out;
+  for (auto n = node.first_child(); n; n = n.next_sibling()) {
+    if (n.type() == pugi::node_pcdata || n.type() == pugi::node_cdata) {
+      out += n.value();
+    } else if (n.type() == pugi::node_element) {
+      out += text_of(n);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<ActiveLock> parse_lock_discovery(std::string_view body, std::string_view want_token) {
   auto bad = [](std::string why) {
-    return std::unexpected(Error{Errc::malformed, "malformed LOCK reply: " + std::move(why)});
+    return std::unexpected(Error{Errc::malformed, "malformed lock discovery: " + std::move(why)});
   };
   pugi::xml_document doc;
   const auto parsed = doc.load_buffer(body.data(), body.size(),
@@ -181,20 +214,28 @@ Result<ActiveLock> parse_lock_discovery(std::string_view body, std::string_view 
     return bad("not XML (" + std::string(parsed.description()) + " at byte " +
                std::to_string(parsed.offset) + ")");
   }
-  auto root = doc.document_element();
-  if (!is_dav(root, "prop")) {
-    return bad("the root element is <" + printable(root.name()) + ">, not a DAV: <prop>");
+  auto prop = doc.document_element();
+  if (is_dav(prop, "multistatus")) {
+    prop = dav_child(dav_child(dav_child(prop, "response"), "propstat"), "prop");
+    if (!prop) return bad("the multistatus has no <response><propstat><prop>");
+  } else if (!is_dav(prop, "prop")) {
+    return bad("the root element is <" + printable(prop.name()) +
+               ">, not a DAV: <prop> or <multistatus>");
   }
-  auto discovery = dav_child(root, "lockdiscovery");
+  auto discovery = dav_child(prop, "lockdiscovery");
   if (!discovery) return bad("no <lockdiscovery>");
+  bool any = false;
   for (auto active : discovery.children()) {
-    if (!is_dav(active, "activelock")) continue;
-    const auto href = dav_child(dav_child(active, "locktoken"), "href");
+    if (!is_lock_element(active, "activelock")) continue;
+    any = true;
+    const auto href = lock_child(lock_child(active, "locktoken"), "href");
     ActiveLock lock{.token = std::string(trim(href.child_value())),
-                    .timeout = std::string(trim(dav_child(active, "timeout").child_value()))};
+                    .timeout = std::string(trim(lock_child(active, "timeout").child_value())),
+                    .owner = std::string(trim(text_of(lock_child(active, "owner"))))};
     if (lock.token.empty()) continue;
     if (want_token.empty() || lock.token == want_token) return lock;
   }
+  if (!any) return std::unexpected(Error{Errc::not_found, "the lockdiscovery names no lock"});
   return bad(want_token.empty() ? "no <activelock> with a lock token"
                                 : "no <activelock> with the granted lock token");
 }

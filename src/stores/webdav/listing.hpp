@@ -37,14 +37,19 @@ struct ListingEntry {
 Result<std::vector<ListingEntry>> parse_multistatus(std::string_view body,
                                                     const std::vector<std::string>& base_segments);
 
-// What a LOCK reply (200/201 with a DAV:prop holding DAV:lockdiscovery) says
-// about the lock: the token of the DAV:activelock matching `want_token` (or
-// the first one when `want_token` is empty) and its timeout text
-// ("Second-30", "Infinite"). Errc::malformed when the body is not such a
-// reply or names no lock token.
+// What a DAV:lockdiscovery says about a lock: the DAV:activelock whose
+// token is `want_token` (or the first one with a token when `want_token` is
+// empty), its timeout text ("Second-30", "Infinite") and its owner's text.
+// The body is a LOCK reply (200/201, a DAV:prop) or a PROPFIND reply (207, a
+// DAV:multistatus whose first prop holds the lockdiscovery). Inside
+// lockdiscovery, elements in no namespace are read as DAV: ones (phodav
+// writes its activelock children that way). Errc::malformed when the body is
+// not such a reply or names no lock token; Errc::not_found when it is a
+// well-formed reply whose lockdiscovery is empty (nobody holds a lock).
 struct ActiveLock {
   std::string token;    // the locktoken href, trimmed
   std::string timeout;  // the timeout element's text, trimmed ("" when absent)
+  std::string owner;    // the owner element's text, trimmed ("" when absent)
 };
 Result<ActiveLock> parse_lock_discovery(std::string_view body, std::string_view want_token);
 

@@ -3,7 +3,7 @@
 //   store_send.cpp   the retry loop and the Date check
 //   store_list.cpp   listing (PROPFIND Depth 1, folder by folder)
 //   store_probe.cpp  capabilities: the conditional-write and LOCK probe
-//   store_lock.cpp   native leases: LOCK, refresh, UNLOCK
+//   store_lock.cpp   native leases: LOCK, refresh, UNLOCK, who holds a lock
 // The contract is in instance/stores/webdav.hpp.
 #pragma once
 
@@ -111,6 +111,8 @@ class WebDavStore final : public Store {
   Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override;
   Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
   Result<void> unlock(const Key& key, std::string_view token) override;
+  // PROPFIND of the lock resource's DAV:lockdiscovery.
+  Result<LockHolder> lock_holder(const Key& key) override;
   // The LOCK reply's timeout (a server may grant its own: nginx's lock zone).
   Duration lock_granted(const Key&, std::string_view token) override {
     return grants_.granted(token);

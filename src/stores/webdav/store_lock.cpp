@@ -125,6 +125,38 @@ Result<void> WebDavStore::unlock(const Key& key, std::string_view token) {
   return send_unlock("unlock", key, lock_key_of(key), token);
 }
 
+Result<LockHolder> WebDavStore::lock_holder(const Key& key) {
+  if (key.empty()) return fail(Errc::invalid, "lock holder at " + where_ + ": empty key");
+  const std::string op = "who holds the lock";
+  static constexpr std::string_view kBody =
+      R"(<?xml version="1.0" encoding="utf-8"?>)"
+      R"(<d:propfind xmlns:d="DAV:"><d:prop><d:lockdiscovery/></d:prop></d:propfind>)";
+  net::Request request{.method = "PROPFIND",
+                       .url = key_url(base_, lock_key_of(key), false),
+                       .headers = {"Depth: 0", "Content-Type: application/xml; charset=utf-8"},
+                       .body = std::string(kBody),
+                       .has_body = true,
+                       .max_body = kMaxListingSize};
+  const Sent sent = send(std::move(request));
+  const auto& r = sent.response;
+  if (r.transport_ok() && r.status == 404) {
+    return fail(Errc::not_found, what(op, key) + " at " + where_ + ": nobody (no lock resource)");
+  }
+  if (!r.transport_ok() || r.status != 207) return failed(op, key, sent);
+  auto active = parse_lock_discovery(r.body, {});
+  if (!active) {
+    if (active.error().code == Errc::not_found) {
+      return fail(Errc::not_found, what(op, key) + " at " + where_ + ": nobody");
+    }
+    return malformed(op, key, active.error().message);
+  }
+  if (!plausible_token(active->token)) {
+    return malformed(op, key,
+                     "the server's lock token \"" + printable(active->token) + "\" is not a URI");
+  }
+  return LockHolder{.token = std::move(active->token), .owner = std::move(active->owner)};
+}
+
 Result<std::string> WebDavStore::send_lock(std::string_view op, const Key& key, const Key& at,
                                            Duration ttl, std::string_view owner, long* status,
                                            std::string* server) {

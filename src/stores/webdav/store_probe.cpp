@@ -28,8 +28,11 @@ Result<Capabilities> WebDavStore::probe_locked() {
   if (capabilities_) return *capabilities_;
   if (!options_.probe_capabilities) {
     if_none_match_honoured_ = true;
-    capabilities_ = Capabilities{
-        .versions = true, .conditional_writes = true, .native_lease = true, .server_clock = true};
+    capabilities_ = Capabilities{.versions = true,
+                                 .conditional_writes = true,
+                                 .native_lease = true,
+                                 .server_clock = true,
+                                 .ends_stale_locks = true};
     return *capabilities_;
   }
   if (options_.read_only) {  // the probe writes: not learnt
@@ -123,6 +126,10 @@ Result<Capabilities> WebDavStore::probe_locked() {
   }
   caps.native_lease = probe_native_lease();
   caps.server_clock = caps.native_lease;  // a lock's timeout runs on the server's clock
+  // A server may keep a lock for longer than asked (sabre/dav's stock 1800 s)
+  // or for ever (phodav): lockdiscovery names its token, and UNLOCK with it
+  // ends it, so the guard can end the lock of a holder it proved fenced.
+  caps.ends_stale_locks = caps.native_lease;
   if_none_match_honoured_ = inm;
   const bool if_match = caps.versions && wrong_refused && right_accepted && del_refused;
   caps.conditional_writes = if_match && inm && !not_atomic;

@@ -1,0 +1,116 @@
+// Internal: the lease document's and the lock owner's encodings (lease.hpp).
+#include "lease.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "instance/time.hpp"
+
+namespace instance::detail {
+
+const Key& lease_key() {
+  static const Key key = *Key::parse("instances.lease");
+  return key;
+}
+
+const Key& lock_key() {
+  static const Key key = *Key::parse("instances.lock");
+  return key;
+}
+
+namespace {
+
+std::string dump(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// An optional time field: absent, or RFC 3339 (anything else throws, as a
+// malformed document).
+std::optional<WallTime> optional_time(const nlohmann::json& j, const char* name) {
+  if (!j.contains(name)) return std::nullopt;
+  auto t = parse_rfc3339(j.at(name).get<std::string>());
+  if (!t) throw std::invalid_argument(std::string(name) + ": " + t.error().message);
+  return *t;
+}
+
+}  // namespace
+
+std::string encode_lease(const Lease& lease) {
+  nlohmann::ordered_json j;
+  j["holder"] = lease.holder;
+  j["epoch"] = lease.epoch;
+  j["expires_at"] = format_rfc3339(lease.expires_at);
+  j["host"] = lease.host;
+  if (lease.pid) j["pid"] = *lease.pid;
+  j["boot_id"] = lease.boot_id;
+  j["pid_ns"] = lease.pid_ns;
+  j["released"] = lease.released;
+  if (!lease.lock_token.empty()) j["lock_token"] = lease.lock_token;
+  if (lease.lock_expires_at) j["lock_expires_at"] = format_rfc3339(*lease.lock_expires_at);
+  if (lease.locks_outlive_grant) {
+    j["locks_outlive_grant"] = format_rfc3339(*lease.locks_outlive_grant);
+  }
+  return dump(j);
+}
+
+Result<Lease> decode_lease(std::string_view bytes) {
+  auto bad = [](std::string_view why) {
+    return fail(Errc::malformed, "not a lease document: " + std::string(why));
+  };
+  const auto j = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
+  Lease lease;
+  try {
+    lease.holder = j.at("holder").get<std::string>();
+    lease.epoch = j.at("epoch").get<std::uint64_t>();
+    auto expires = parse_rfc3339(j.at("expires_at").get<std::string>());
+    if (!expires) return bad(expires.error().message);
+    lease.expires_at = *expires;
+    lease.host = j.value("host", "");
+    if (j.contains("pid")) lease.pid = j.at("pid").get<std::int64_t>();
+    lease.boot_id = j.value("boot_id", "");
+    lease.pid_ns = j.value("pid_ns", "");
+    lease.released = j.value("released", false);
+    lease.lock_token = j.value("lock_token", "");
+    lease.lock_expires_at = optional_time(j, "lock_expires_at");
+    lease.locks_outlive_grant = optional_time(j, "locks_outlive_grant");
+  } catch (const std::exception& e) {
+    return bad(e.what());
+  }
+  if (lease.holder.empty() || lease.epoch == 0) return bad("no holder or epoch");
+  return lease;
+}
+
+std::string encode_lock_owner(const LockOwner& owner) {
+  nlohmann::ordered_json j;
+  j["instance_guard"] = owner.id;
+  j["locked_at"] = format_rfc3339(owner.locked_at);
+  j["ttl_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(owner.ttl).count();
+  j["host"] = owner.host;
+  if (owner.pid) j["pid"] = *owner.pid;
+  j["boot_id"] = owner.boot_id;
+  j["pid_ns"] = owner.pid_ns;
+  return dump(j);
+}
+
+std::optional<LockOwner> decode_lock_owner(std::string_view text) {
+  const auto j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("instance_guard")) return std::nullopt;
+  try {
+    LockOwner owner;
+    owner.id = j.at("instance_guard").get<std::string>();
+    auto locked = parse_rfc3339(j.at("locked_at").get<std::string>());
+    const auto ttl_ms = j.at("ttl_ms").get<std::int64_t>();
+    if (!locked || owner.id.empty() || ttl_ms <= 0) return std::nullopt;
+    owner.locked_at = *locked;
+    owner.ttl = std::chrono::milliseconds(ttl_ms);
+    owner.host = j.value("host", "");
+    if (j.contains("pid")) owner.pid = j.at("pid").get<std::int64_t>();
+    owner.boot_id = j.value("boot_id", "");
+    owner.pid_ns = j.value("pid_ns", "");
+    return owner;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace instance::detail

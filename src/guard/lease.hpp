@@ -1,0 +1,90 @@
+// Internal: exclusive mode's lease document and the store lock beside it,
+// shared by the protocol (exclusive.cpp) and the operator views (admin.cpp).
+//
+// The lease lives at "instances.lease", the lock at "instances.lock", both
+// beside instances/ and outside the records' id space (original guards never
+// read them). The document holds the holder's id, host, pid, expiry, the
+// fencing epoch and a released flag; under a store lock it also names the
+// lock's token and how long the store promised to keep the lock.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "instance/clock.hpp"
+#include "instance/error.hpp"
+#include "instance/key.hpp"
+#include "instance/record.hpp"
+
+namespace instance::detail {
+
+const Key& lease_key();  // "instances.lease"
+const Key& lock_key();   // "instances.lock"
+
+struct Lease {
+  std::string holder;
+  std::uint64_t epoch = 0;
+  WallTime expires_at{};
+  std::string host;
+  std::optional<std::int64_t> pid;
+  std::string boot_id;
+  std::string pid_ns;
+  bool released = false;
+  // Under a store lock (stores with ends_stale_locks): the token of the lock
+  // the holder wrote this document under, and when the store's grant for it
+  // ends (absent for a lock granted for ever).
+  std::string lock_token;
+  std::optional<WallTime> lock_expires_at;
+  // When a guard first found this store keeping a lock past the timeout it
+  // granted (its locks do not expire on their own); carried forward by every
+  // holder, for the guarantee line and `status`.
+  std::optional<WallTime> locks_outlive_grant;
+
+  // The lease as a record, for liveness and for naming the holder.
+  Record as_record() const {
+    return Record{.id = holder,
+                  .expires_at = expires_at,
+                  .host = host,
+                  .pid = pid,
+                  .boot_id = boot_id,
+                  .pid_ns = pid_ns};
+  }
+};
+
+std::string encode_lease(const Lease& lease);
+// Errc::malformed, saying why, when the bytes are not a lease document.
+Result<Lease> decode_lease(std::string_view bytes);
+
+// The owner text a guard gives the store's lock on a store that may end
+// stale locks: who takes it, when (before the request), and for how long the
+// taker may hold it without renewing (its ttl). A successor judges a lock
+// that no lease document names by it (the holder crashed between its lock
+// and its lease document). JSON; the store keeps it as text.
+struct LockOwner {
+  std::string id;
+  WallTime locked_at{};
+  Duration ttl{};
+  std::string host;
+  std::optional<std::int64_t> pid;
+  std::string boot_id;
+  std::string pid_ns;
+
+  // The lock as a record: live until locked_at + ttl.
+  Record as_record() const {
+    return Record{.id = id,
+                  .expires_at = locked_at + ttl,
+                  .host = host,
+                  .pid = pid,
+                  .boot_id = boot_id,
+                  .pid_ns = pid_ns};
+  }
+};
+
+std::string encode_lock_owner(const LockOwner& owner);
+// nullopt when the text is not one of ours (another program's lock, an old
+// guard's plain id, a server that mangled it).
+std::optional<LockOwner> decode_lock_owner(std::string_view text);
+
+}  // namespace instance::detail
