@@ -25,9 +25,38 @@ struct InstanceEntry {
 // Every record under instances/, readable or not, sorted by key.
 INSTANCE_EXPORT Result<std::vector<InstanceEntry>> list_instances(Store& store, WallTime now);
 
-// Removes the record of `id`. A live or unreadable record is removed only
-// with `force`; otherwise Errc::another_instance. Errc::not_found when absent.
-INSTANCE_EXPORT Result<void> release_instance(Store& store, std::string_view id, WallTime now,
-                                              bool force);
+// The store's own lock beside the records (exclusive mode's
+// "instances.lock"), where the store can tell who holds it
+// (Store::lock_holder; a WebDAV server's lock, which may outlive its holder).
+struct StoreLockEntry {
+  std::string holder;  // the holder's id; empty when no instance-guard took it
+  std::string owner;   // the owner text the store keeps, as it is
+  // When the holder's lease ends unless renewed: the lease document written
+  // under this lock, else the lock's own owner text; absent when unknown.
+  std::optional<WallTime> expires_at;
+  bool stood_down = false;  // its lease says it stood down (its unlock failed)
+  // When a guard found this store keeping a lock past the timeout it granted.
+  std::optional<WallTime> locks_outlive_grant;
+};
+
+// The store's lock: nullopt when nobody holds it or the store cannot tell;
+// an error when the store cannot be asked.
+INSTANCE_EXPORT Result<std::optional<StoreLockEntry>> read_store_lock(Store& store);
+
+// What release_instance() removed.
+struct Released {
+  bool record = false;  // the record of the id
+  bool lock = false;    // the store's lock the id held (StoreLockEntry)
+};
+
+// Removes the record of `id`, and ends the store's lock when `id` holds it
+// (a lock that outlived its holder keeps others out as its record did). A
+// live or unreadable record, or a lock whose holder's lease is live, is
+// removed only with `force`; otherwise Errc::another_instance and nothing is
+// removed. Errc::not_found when there is neither. When the record went but
+// the lock stays (the server refused to end it), the error says so and what
+// remains.
+INSTANCE_EXPORT Result<Released> release_instance(Store& store, std::string_view id, WallTime now,
+                                                  bool force);
 
 }  // namespace instance

@@ -131,6 +131,39 @@ std::string mode_lines(const std::shared_ptr<Store>& store, Mode requested) {
          "\nexpiry judged by: " + std::string(expiry_summary(choice->mode, store->capabilities()));
 }
 
+// "store lock: held by ID, its lease expired 55s ago: the next claim ends it"
+// where the store can tell who holds its lock (a WebDAV server's, which may
+// outlive its holder); "" when nobody holds it or the store cannot tell.
+std::string lock_line(Store& store, WallTime now) {
+  auto lock = read_store_lock(store);
+  if (!lock) return "store lock: cannot tell who holds it (" + lock.error().message + ")";
+  if (!*lock) return {};
+  const StoreLockEntry& e = **lock;
+  std::string line = "store lock: held by ";
+  if (e.holder.empty()) {
+    line += "\"" + printable(e.owner, 120) +
+            "\", not an instance-guard lock: no claim ends it; it lasts until the server's own "
+            "timeout (remove it on the server, or restart the server)";
+  } else {
+    line += e.holder;
+    if (e.stood_down) {
+      line += ", which stood down but could not unlock: the next claim ends it";
+    } else if (e.expires_at && now >= *e.expires_at) {
+      line += ", its lease expired " + relative(*e.expires_at, now) +
+              ": the next claim ends it once it is past max-skew too";
+    } else if (e.expires_at) {
+      line += ", its lease live until " + seconds_precision(*e.expires_at) + " (" +
+              relative(*e.expires_at, now) + ")";
+    }
+  }
+  if (e.locks_outlive_grant) {
+    line += "\nstore locks: this server keeps locks past the timeout it grants (seen " +
+            seconds_precision(*e.locks_outlive_grant) +
+            "); a crashed holder's lock ends only when the next claim ends it";
+  }
+  return line;
+}
+
 }  // namespace
 
 int status_command(const StatusArgs& args, const std::shared_ptr<Logger>& logger) {
@@ -155,6 +188,7 @@ int status_command(const StatusArgs& args, const std::shared_ptr<Logger>& logger
   } else {
     // The JSON stays an array of records; only the text says the mode.
     std::cout << mode_lines(*store, *requested) << '\n';
+    if (auto lock = lock_line(**store, now); !lock.empty()) std::cout << lock << '\n';
     if (entries->empty()) {
       std::cout << "no instance records in " << (*store)->describe() << '\n';
     } else {
@@ -179,13 +213,16 @@ int release_command(const ReleaseArgs& args, const std::shared_ptr<Logger>& logg
     if (e.code == Errc::another_instance) {
       log.error(e.message, {{"store", (*store)->describe()}, {"hint", "--force removes it"}});
     } else if (e.code == Errc::not_found) {
-      log.error("no record for " + args.id, {{"store", (*store)->describe()}});
+      log.error(e.message, {{"store", (*store)->describe()}});
     } else {
       log.error(e.message, {{"store", (*store)->describe()}});
     }
     return exit_code_for(e.code);
   }
-  log.info("released", {{"id", args.id}, {"store", (*store)->describe()}});
+  std::vector<LogField> fields{{"id", args.id}, {"store", (*store)->describe()}};
+  fields.push_back({"record", released->record ? "removed" : "none"});
+  if (released->lock) fields.push_back({"lock", "ended (the store's lock it held)"});
+  log.log(LogLevel::info, "released", fields);
   return kExitOk;
 }
 

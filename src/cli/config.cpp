@@ -185,6 +185,11 @@ std::string_view guarantee_summary(Mode mode) noexcept {
 }
 
 std::string_view expiry_summary(Mode mode, const Capabilities& caps) noexcept {
+  if (mode == Mode::exclusive && caps.native_lease && caps.ends_stale_locks) {
+    return "the store's lock while its holder renews it; a holder that stops renewing has its "
+           "lock ended by the next claim once its lease expired by more than --max-skew (the "
+           "guards' clocks), however long the server would keep it";
+  }
   if (mode == Mode::exclusive && caps.native_lease && caps.server_clock) {
     return "server clock (the store's own lease expires there; client clocks are not trusted)";
   }

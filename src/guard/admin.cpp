@@ -4,6 +4,7 @@
 
 #include "instance/guard.hpp"
 #include "instance/time.hpp"
+#include "lease.hpp"
 
 namespace instance {
 
@@ -31,12 +32,58 @@ Result<std::vector<InstanceEntry>> list_instances(Store& store, WallTime now) {
   return entries;
 }
 
-Result<void> release_instance(Store& store, std::string_view id, WallTime now, bool force) {
+namespace {
+
+struct HeldLock {
+  StoreLockEntry entry;
+  std::string token;
+};
+
+// Who holds the store's lock, judged as a claim judges it (exclusive.cpp):
+// the lease document when it was written under this very lock, else the
+// lock's owner text.
+Result<std::optional<HeldLock>> held_lock(Store& store) {
+  auto holder = store.lock_holder(detail::lock_key());
+  if (!holder) {
+    const Errc code = holder.error().code;
+    if (code == Errc::not_found || code == Errc::unsupported) return std::nullopt;
+    return std::unexpected(holder.error());
+  }
+  HeldLock held{.entry = {.owner = holder->owner}, .token = holder->token};
+  if (auto doc = store.get(detail::lease_key()); doc) {
+    if (auto lease = detail::decode_lease(doc->data); lease) {
+      held.entry.locks_outlive_grant = lease->locks_outlive_grant;
+      if (!lease->lock_token.empty() && lease->lock_token == holder->token) {
+        held.entry.holder = lease->holder;
+        held.entry.expires_at = lease->expires_at;
+        held.entry.stood_down = lease->released;
+      }
+    }
+  }
+  if (held.entry.holder.empty()) {
+    if (const auto owner = detail::decode_lock_owner(holder->owner)) {
+      held.entry.holder = owner->id;
+      held.entry.expires_at = owner->locked_at + owner->ttl;
+    }
+  }
+  return std::optional<HeldLock>{std::move(held)};
+}
+
+}  // namespace
+
+Result<std::optional<StoreLockEntry>> read_store_lock(Store& store) {
+  auto held = held_lock(store);
+  if (!held) return std::unexpected(held.error());
+  if (!*held) return std::nullopt;
+  return std::optional<StoreLockEntry>{std::move((*held)->entry)};
+}
+
+Result<Released> release_instance(Store& store, std::string_view id, WallTime now, bool force) {
   auto key = record_key(id);
   if (!key) return std::unexpected(key.error());
   auto doc = store.get(*key);
-  if (!doc) return std::unexpected(doc.error());
-  if (!force) {
+  if (!doc && doc.error().code != Errc::not_found) return std::unexpected(doc.error());
+  if (doc && !force) {
     auto record = decode_record(doc->data);
     if (!record) {
       return fail(Errc::another_instance, "the record of " + std::string(id) + " cannot be read (" +
@@ -50,8 +97,48 @@ Result<void> release_instance(Store& store, std::string_view id, WallTime now, b
                       "; stop that instance first, or remove the record with --force");
     }
   }
-  const bool conditional = store.capabilities().conditional_writes && !doc->version.empty();
-  return conditional ? store.remove_if(*key, doc->version) : store.remove(*key);
+  // The store's lock of `id`, judged before anything is removed.
+  auto lock = held_lock(store);
+  if (!lock) {
+    return fail(lock.error().code, "cannot tell whether " + std::string(id) +
+                                       " holds the store's lock, so nothing was released: " +
+                                       lock.error().message);
+  }
+  const bool holds_lock = *lock && (*lock)->entry.holder == id;
+  if (holds_lock && !force && !(*lock)->entry.stood_down &&
+      (!(*lock)->entry.expires_at || now < *(*lock)->entry.expires_at)) {
+    return fail(Errc::another_instance,
+                std::string(id) + " holds the store's lock" +
+                    ((*lock)->entry.expires_at
+                         ? ", its lease live until " + format_rfc3339(*(*lock)->entry.expires_at)
+                         : std::string()) +
+                    "; stop that instance first, or end its lock with --force");
+  }
+  if (!doc && !holds_lock) {
+    return fail(Errc::not_found, "no record for " + std::string(id) + " in " + store.describe() +
+                                     ", and the store's lock is not held by it");
+  }
+
+  Released released;
+  if (doc) {
+    const bool conditional = store.capabilities().conditional_writes && !doc->version.empty();
+    auto removed = conditional ? store.remove_if(*key, doc->version) : store.remove(*key);
+    if (!removed && removed.error().code != Errc::not_found) return std::unexpected(removed.error());
+    released.record = true;
+  }
+  if (holds_lock) {
+    auto ended = store.unlock(detail::lock_key(), (*lock)->token);
+    if (!ended && ended.error().code != Errc::not_found) {
+      return fail(ended.error().code,
+                  std::string(released.record ? "removed the record of " + std::string(id) + ", but "
+                                              : "") +
+                      "the store's lock " + std::string(id) +
+                      " held remains and keeps other instances out: " + ended.error().message +
+                      "; end it with the account that took it, or restart the server");
+    }
+    released.lock = true;
+  }
+  return released;
 }
 
 }  // namespace instance

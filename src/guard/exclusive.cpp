@@ -281,10 +281,14 @@ class Exclusive final : public Protocol {
   std::expected<void, ClaimError> end_stale_lock(const Context& ctx) {
     auto holder = ctx.store.lock_holder(lock_key());
     if (!holder) {
-      if (holder.error().code == Errc::not_found) return {};  // gone since our lock()
-      return std::unexpected(refusal(
-          lock_key(), std::nullopt,
-          "it holds the store's lock, and who holds it cannot be read: " + holder.error().message));
+      // Gone since our lock(), or the server does not say (rclone lists no
+      // lockdiscovery): ask again, and a lock still held is refused as
+      // held, naming the lease document's holder.
+      if (holder.error().code != Errc::not_found) {
+        ctx.log.info("cannot tell who holds the store's lock, so it counts as held",
+                     {{"error", holder.error().message}});
+      }
+      return {};
     }
     std::optional<Lease> lease;
     if (auto doc = ctx.store.get(lease_key()); doc) {

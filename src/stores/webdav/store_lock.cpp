@@ -134,7 +134,7 @@ Result<LockHolder> WebDavStore::lock_holder(const Key& key) {
   net::Request request{.method = "PROPFIND",
                        .url = key_url(base_, lock_key_of(key), false),
                        .headers = {"Depth: 0", "Content-Type: application/xml; charset=utf-8"},
-                       .body = std::string(kBody),
+                       .body = kBody,
                        .has_body = true,
                        .max_body = kMaxListingSize};
   const Sent sent = send(std::move(request));
