@@ -125,7 +125,8 @@ class WebDavStore final : public Store {
   };
 
   Sent send(net::Request request);
-  void check_date(const net::Response& response);
+  // The server clock check of a reply to a request sent at `sent_at`.
+  void check_date(const net::Response& response, WallTime sent_at);
 
   Result<std::string> write(std::string_view op, const Key& key, std::string_view data,
                             Condition condition);

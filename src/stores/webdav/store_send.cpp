@@ -20,6 +20,7 @@ WebDavStore::Sent WebDavStore::send(net::Request request) {
   while (true) {
     request.timeout = retry.begin_attempt(timeouts.request_timeout);
     const auto attempt_start = steady_clock::now();
+    const WallTime sent_at = options_.clock->wall();
     sent.response = http_->perform(request);
     sent.attempts = retry.attempts();
     if (options_.stats) {
@@ -37,7 +38,7 @@ WebDavStore::Sent WebDavStore::send(net::Request request) {
                             {"attempt", std::to_string(sent.attempts)},
                             {"new_connections", std::to_string(sent.response.new_connections)},
                             {"ms", std::to_string(ms.count())}});
-    check_date(sent.response);
+    check_date(sent.response, sent_at);
     if (!net::is_retryable(sent.response)) return sent;
     const auto pause = retry.next_pause();
     if (!pause) return sent;
@@ -52,9 +53,9 @@ WebDavStore::Sent WebDavStore::send(net::Request request) {
   }
 }
 
-void WebDavStore::check_date(const net::Response& response) {
+void WebDavStore::check_date(const net::Response& response, WallTime sent_at) {
   date_check_.check(
-      response.header("Date"), *options_.clock, timeouts_, *options_.logger,
+      response.header("Date"), sent_at, *options_.clock, timeouts_, *options_.logger,
       "the WebDAV server's clock and ours disagree by more than the allowed skew; lease expiry "
       "is judged on our clock: synchronise the clocks (NTP)",
       where_);
