@@ -10,7 +10,7 @@ namespace instance::webdav {
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
-WebDavStore::Sent WebDavStore::send(net::Request request) {
+WebDavStore::Sent WebDavStore::send(net::Request request, const Settle& settle) {
   const StoreTimeouts timeouts = timeouts_.get();
   net::Retry retry({.initial_backoff = options_.initial_backoff,
                     .max_backoff = options_.max_backoff,
@@ -40,6 +40,7 @@ WebDavStore::Sent WebDavStore::send(net::Request request) {
                             {"ms", std::to_string(ms.count())}});
     check_date(sent.response, sent_at);
     if (!net::is_retryable(sent.response)) return sent;
+    if (settle && settle(sent.response)) return sent;
     const auto pause = retry.next_pause();
     if (!pause) return sent;
     if (net::may_have_applied(sent.response)) sent.maybe_applied_before = true;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <iostream>
 
 #include "helpers.hpp"
 #include "instance/guard.hpp"
@@ -150,6 +151,28 @@ TEST(NginxListing, NginxHidesDotNamesFromListings) {
   ASSERT_TRUE(listed) << listed.error().message;
   ASSERT_EQ(listed->size(), 1u);
   EXPECT_EQ(listed->front().str(), "instances/shown");
+}
+
+// Measured: chezdav answers 500 to a PUT under a missing folder (and 404 to
+// a PROPFIND of that folder). The store asks after the first 500, makes the
+// folders and writes again: no retry of the 500. Before, the 500 was retried
+// until the deadline (3 s here) and the write failed.
+TEST(ChezdavFolders, APutUnderAMissingFolderIsAskedAboutNotRetried) {
+  auto& server = WebDavServer::chezdav();
+  ASSERT_TRUE(server.running());
+  auto options = options_for(server);
+  auto stats = std::make_shared<WebDavStats>();
+  options.stats = stats;
+  options.probe_capabilities = false;
+  auto s = make_store(options);
+  ASSERT_TRUE(s->replace(key("a/b/doc"), "1"));
+  EXPECT_EQ(stats->retries.load(), 0u);
+  // PUT (500), PROPFIND of a/b (404), MKCOL of the folder, a and a/b, the
+  // PUT again, and a GET for the version (chezdav's PUT answer has no ETag).
+  EXPECT_EQ(stats->requests.load(), 7u);
+  std::cout << "[ measured ] chezdav: the first write in a fresh folder took "
+            << stats->requests.load() << " requests, " << stats->retries.load() << " retries\n";
+  EXPECT_EQ(s->get(key("a/b/doc"))->data, "1");
 }
 
 INSTANTIATE_TEST_SUITE_P(Servers, Peer,
