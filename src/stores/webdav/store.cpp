@@ -312,7 +312,7 @@ Result<std::shared_ptr<Store>> make_webdav_store(WebDavStoreOptions options) {
       if (options.secret.empty()) {
         return fail(Errc::invalid, "WebDAV store " + where + ": basic auth needs a password");
       }
-      http.auth = net::ClientOptions::Auth::basic;
+      http.auth = net::ClientOptions::Auth::password;
       break;
     case WebDavAuth::bearer:
       if (options.secret.empty()) {

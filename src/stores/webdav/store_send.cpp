@@ -24,7 +24,11 @@ WebDavStore::Sent WebDavStore::send(net::Request request, const Settle& settle) 
     sent.response = http_->perform(request);
     sent.attempts = retry.attempts();
     if (options_.stats) {
-      options_.stats->requests.fetch_add(1, std::memory_order_relaxed);
+      // An authentication challenge answered within the attempt is a
+      // request too.
+      options_.stats->requests.fetch_add(
+          static_cast<std::uint64_t>(std::max(1, sent.response.replies)),
+          std::memory_order_relaxed);
       options_.stats->new_connections.fetch_add(
           static_cast<std::uint64_t>(std::max(0L, sent.response.new_connections)),
           std::memory_order_relaxed);

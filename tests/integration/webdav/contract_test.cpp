@@ -1,7 +1,8 @@
 // The store contract against real WebDAV servers, each test in a fresh
-// folder. Every store holds a basic-auth password: Apache requires it
-// (refused when wrong); the others ignore it, but it still travels with
-// every request, so it must not show in any log line or error either.
+// folder. Every store holds a password: Apache requires it as Basic, and as
+// Digest on its Digest instance (refused when wrong); the others never ask
+// for it (over plain http it waits for a challenge), but it must not show in
+// any log line or error either.
 #include "contract/store_contract.hpp"
 #include "helpers.hpp"
 
@@ -54,9 +55,20 @@ StoreFactory nginx() {
   return f;
 }
 
+// Apache with Digest (mod_auth_digest): the password is checked, so a wrong
+// one is refused.
+StoreFactory apache_digest() {
+  StoreFactory f = on("apache_digest", &WebDavServer::apache_with_digest);
+  f.with_secret = [](const StoreEnv& env, const std::string& secret) {
+    return make_store(options_on(WebDavServer::apache_with_digest(), env, secret));
+  };
+  return f;
+}
+
 INSTANTIATE_TEST_SUITE_P(WebDav, StoreContract,
-                         ::testing::Values(apache(), on("lighttpd", &WebDavServer::lighttpd),
-                                           nginx(), on("rclone", &WebDavServer::rclone),
+                         ::testing::Values(apache(), apache_digest(),
+                                           on("lighttpd", &WebDavServer::lighttpd), nginx(),
+                                           on("rclone", &WebDavServer::rclone),
                                            on("sabredav", &WebDavServer::sabredav)),
                          [](const auto& param_info) { return param_info.param.name; });
 
