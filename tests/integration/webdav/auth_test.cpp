@@ -2,9 +2,9 @@
 // (src/net/http.hpp): against Apache with Basic and with Digest
 // (mod_auth_digest), over http and https, against chezdav (Digest only), and
 // against the scripted fault server for what the client must never send.
-// The contract suite runs on Apache with Digest too (contract_test.cpp);
-// here: request counts, wrong credentials, and the Authorization headers on
-// the wire.
+// The contract suite runs on Apache and chezdav with Digest too
+// (contract_test.cpp); here: request counts, wrong credentials, and the
+// Authorization headers on the wire.
 #include <gtest/gtest.h>
 
 #include <chrono>
