@@ -52,8 +52,13 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
   auto& headers = static_cast<Capture*>(user)->response->headers;
   const std::size_t n = size * count;
   const std::string_view line(data, n);
-  if (line.starts_with("HTTP/")) {  // a new answer (after 100 Continue, say)
+  if (line.starts_with("HTTP/")) {  // a new answer (after 100 Continue, or a 401)
     headers.clear();
+    // "HTTP/1.1 401 Unauthorized": an answer that is not 1xx is one reply.
+    const auto space = line.find(' ');
+    if (space != std::string_view::npos && space + 1 < line.size() && line[space + 1] != '1') {
+      ++static_cast<Capture*>(user)->response->replies;
+    }
   } else if (const auto colon = line.find(':'); colon != std::string_view::npos && colon > 0) {
     headers.emplace_back(std::string(line.substr(0, colon)),
                          std::string(trim(line.substr(colon + 1))));
@@ -99,10 +104,17 @@ Result<std::unique_ptr<Client>> Client::create(ClientOptions options) {
   return std::unique_ptr<Client>(new Client(std::move(options), std::move(handle)));
 }
 
-void Client::set_common_options(const Request& request, char* error_buffer) {
+long Client::set_common_options(const Request& request, char* error_buffer) {
   CURL* h = handle_.get();
-  // curl_easy_reset keeps the connection cache: only options are cleared.
-  curl_easy_reset(h);
+  // Not curl_easy_reset: it also drops the authentication state, and with it
+  // a Digest server's nonce, which libcurl would otherwise reuse: every
+  // request would cost a challenge round trip. Every option a request sets
+  // is set again below for each request, or put back here: the method (GET
+  // again: HTTPGET also ends NOBODY and POST, which POSTFIELDS sets), the
+  // custom verb, the body's size.
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, nullptr);
+  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t{-1});
+  curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
@@ -119,23 +131,61 @@ void Client::set_common_options(const Request& request, char* error_buffer) {
   if (!tls.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, tls.ca_file.c_str());
   if (!tls.client_cert.empty()) curl_easy_setopt(h, CURLOPT_SSLCERT, tls.client_cert.c_str());
   if (!tls.client_key.empty()) curl_easy_setopt(h, CURLOPT_SSLKEY, tls.client_key.c_str());
+  // Never set: CURLOPT_FOLLOWLOCATION (off above) and CURLOPT_UNRESTRICTED_AUTH,
+  // so credentials go to this request's host only.
+  long mask = CURLAUTH_NONE;
   switch (options_.auth) {
     case ClientOptions::Auth::none:
       break;
-    case ClientOptions::Auth::basic:
-      curl_easy_setopt(h, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
+    case ClientOptions::Auth::password:
+      if (learnt_ == Learnt::digest) {
+        mask = CURLAUTH_DIGEST;
+      } else if (learnt_ == Learnt::basic || request.url.starts_with("https://")) {
+        mask = CURLAUTH_BASIC;  // one bit: sent with the first request
+      } else {
+        // More than one bit: libcurl sends nothing until a 401 names the
+        // server's schemes, then answers with the strongest offered.
+        mask = CURLAUTH_BASIC | CURLAUTH_DIGEST;
+      }
+      curl_easy_setopt(h, CURLOPT_HTTPAUTH, mask);
       curl_easy_setopt(h, CURLOPT_USERNAME, options_.user.c_str());
       curl_easy_setopt(h, CURLOPT_PASSWORD, options_.secret.c_str());
       break;
     case ClientOptions::Auth::bearer:
-      curl_easy_setopt(h, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BEARER));
+      mask = CURLAUTH_BEARER;
+      curl_easy_setopt(h, CURLOPT_HTTPAUTH, mask);
       curl_easy_setopt(h, CURLOPT_XOAUTH2_BEARER, options_.secret.c_str());
       break;
   }
+  return mask;
 }
 
 Response Client::perform(const Request& request) {
+  std::lock_guard lock(mu_);
   Response response;
+  const long used = perform_once(request, response);
+  if (options_.auth != ClientOptions::Auth::password) return response;
+  long offered = CURLAUTH_NONE;  // the schemes of this transfer's last 401
+  curl_easy_getinfo(handle_.get(), CURLINFO_HTTPAUTH_AVAIL, &offered);
+  if ((offered & CURLAUTH_DIGEST) != 0) {
+    learnt_ = Learnt::digest;
+    if (response.transport_ok() && response.status == 401 && (used & CURLAUTH_DIGEST) == 0) {
+      // Basic was sent (https) and the server wants Digest: once more, with
+      // Digest. A 401 changed nothing on the server.
+      const int replies = response.replies;
+      const long connections = response.new_connections;
+      response = Response{};
+      (void)perform_once(request, response);
+      response.replies += replies;
+      response.new_connections += connections;
+    }
+  } else if ((offered & CURLAUTH_BASIC) != 0 && learnt_ == Learnt::nothing) {
+    learnt_ = Learnt::basic;
+  }
+  return response;
+}
+
+long Client::perform_once(const Request& request, Response& response) {
   Capture capture{&response, request.max_body};
   char error_buffer[CURL_ERROR_SIZE] = {};
 
@@ -151,9 +201,8 @@ Response Client::perform(const Request& request) {
   for (const auto& header : request.headers) add_header(header);
   add_header("Expect:");  // no 100-continue round trip
 
-  std::lock_guard lock(mu_);
   CURL* h = handle_.get();
-  set_common_options(request, error_buffer);
+  const long auth = set_common_options(request, error_buffer);
   if (request.method == "HEAD") {
     curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
   } else if (request.method == "GET") {
@@ -188,7 +237,7 @@ Response Client::perform(const Request& request) {
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
   curl_easy_setopt(h, CURLOPT_POSTFIELDS, nullptr);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
-  return response;
+  return auth;
 }
 
 }  // namespace instance::net

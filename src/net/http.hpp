@@ -12,12 +12,24 @@
 // bodies past Request::max_body abort the transfer (body_too_large). The
 // headers of the final answer (after any 100 Continue) are captured.
 //
-// Security: Basic and Bearer credentials are libcurl options (never in the
+// Security: passwords and Bearer tokens are libcurl options (never in the
 // URL); headers a caller adds (tokens) live only for the request and are
 // dropped from the handle before perform() returns. Redirects are never
-// followed; only http and https; TLS peer and host verification are on
-// unless `insecure`; a client certificate and key are sent when given.
-// Nothing here logs.
+// followed, so no credential reaches another host; only http and https; TLS
+// peer and host verification are on unless `insecure`; a client certificate
+// and key are sent when given. Nothing here logs.
+//
+// A password goes as HTTP Basic or Digest, whichever the server asks for:
+//   - over https, Basic with every request from the first (no challenge
+//     round trip: TLS protects it and the server is verified);
+//   - over plain http, nothing until the server's first 401 names its
+//     schemes (libcurl answers it within the same perform, preferring
+//     Digest), then Basic with every request if Basic was all it offered;
+//     so the password never crosses plain http to a server that takes
+//     Digest, or to one that asks for no credentials at all;
+//   - once a server offered Digest (a 401 to a Basic request included: the
+//     request is sent once more, with Digest), Digest only, for good: a
+//     later challenge offering only Basic is not answered.
 //
 // Thread safety: perform() may be called from any thread.
 #pragma once
@@ -52,9 +64,10 @@ struct TlsOptions {
 Result<void> check_tls_files(const TlsOptions& tls);
 
 struct ClientOptions {
-  enum class Auth { none, basic, bearer } auth = Auth::none;
-  std::string user;    // basic
-  std::string secret;  // the basic password or the bearer token
+  // password: `user` and `secret`, HTTP Basic or Digest (see above).
+  enum class Auth { none, password, bearer } auth = Auth::none;
+  std::string user;    // password
+  std::string secret;  // the password or the bearer token
   TlsOptions tls;
   // Per connection attempt; a request's own timeout caps it.
   std::chrono::milliseconds connect_timeout{5000};
@@ -79,6 +92,9 @@ struct Response {
   // The final answer's headers, names as sent, values trimmed.
   std::vector<std::pair<std::string, std::string>> headers;
   long new_connections = 0;  // connections libcurl opened for this request
+  // HTTP answers received (1xx aside): 2 when an authentication challenge
+  // (401) came before the final answer; 0 when none arrived.
+  int replies = 0;
 
   bool transport_ok() const noexcept { return curl == CURLE_OK; }
   bool success() const noexcept { return curl == CURLE_OK && status >= 200 && status < 300; }
@@ -99,11 +115,16 @@ class Client {
   };
   Client(ClientOptions options, std::unique_ptr<CURL, CurlDeleter> handle)
       : options_(std::move(options)), handle_(std::move(handle)) {}
-  void set_common_options(const Request& request, char* error_buffer);
+  // The password scheme learnt from the server's challenges (mu_).
+  enum class Learnt { nothing, basic, digest };
+  // One transfer of `request` (mu_ held); returns the CURLAUTH_* mask used.
+  long perform_once(const Request& request, Response& response);
+  long set_common_options(const Request& request, char* error_buffer);
 
   const ClientOptions options_;
   std::mutex mu_;
   std::unique_ptr<CURL, CurlDeleter> handle_;
+  Learnt learnt_ = Learnt::nothing;  // mu_
 };
 
 }  // namespace instance::net

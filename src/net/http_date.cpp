@@ -47,35 +47,40 @@ std::optional<WallTime> parse_http_date(std::string_view text) {
          std::chrono::minutes{*minute} + std::chrono::seconds{*second};
 }
 
-std::optional<Duration> http_date_skew(std::string_view date, WallTime local) {
+std::optional<Duration> http_date_skew(std::string_view date, WallTime sent, WallTime received) {
   const auto server = parse_http_date(date);
   if (!server) return std::nullopt;
+  if (received < sent) received = sent;
   const WallTime second_end = *server + std::chrono::seconds(1);
-  if (local < *server) return std::chrono::duration_cast<Duration>(*server - local);
-  if (local >= second_end) return std::chrono::duration_cast<Duration>(local - second_end);
+  // The server's second is wholly after our window: its clock is ahead.
+  if (received < *server) return std::chrono::duration_cast<Duration>(*server - received);
+  // Wholly before it: its clock is behind.
+  if (sent >= second_end) return std::chrono::duration_cast<Duration>(sent - second_end);
   return Duration::zero();
 }
 
-std::optional<Duration> ServerDateCheck::first_excess(std::string_view date, WallTime local,
-                                                      Duration max_skew) {
+std::optional<Duration> ServerDateCheck::first_excess(std::string_view date, WallTime sent,
+                                                      WallTime received, Duration max_skew) {
   if (date.empty() || warned_.load(std::memory_order_relaxed)) return std::nullopt;
-  const auto skew = http_date_skew(date, local);
+  const auto skew = http_date_skew(date, sent, received);
   if (!skew || *skew <= max_skew) return std::nullopt;
   if (warned_.exchange(true)) return std::nullopt;
   return skew;
 }
 
-void ServerDateCheck::check(std::string_view date, Clock& clock, const TunedTimeouts& timeouts,
-                            Logger& log, std::string_view warning, std::string_view store) {
+void ServerDateCheck::check(std::string_view date, WallTime sent, Clock& clock,
+                            const TunedTimeouts& timeouts, Logger& log, std::string_view warning,
+                            std::string_view store) {
   if (date.empty() || warned_.load(std::memory_order_relaxed)) return;
   const auto max_skew = timeouts.get().max_clock_skew;
   if (!max_skew) return;
-  const WallTime local = clock.wall();
-  const auto skew = first_excess(date, local, *max_skew);
+  const WallTime received = clock.wall();
+  const auto skew = first_excess(date, sent, received, *max_skew);
   if (!skew) return;
   log.warn(warning, {{"store", std::string(store)},
                      {"server_date", std::string(date)},
-                     {"local_time", format_rfc3339(local)},
+                     {"sent_at", format_rfc3339(sent)},
+                     {"received_at", format_rfc3339(received)},
                      {"skew", format_duration(*skew)},
                      {"max_skew", format_duration(*max_skew)}});
 }

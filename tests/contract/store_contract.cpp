@@ -205,9 +205,12 @@ TEST_P(StoreContract, EscapedKeysRoundTrip) {
       Key::from_segments({"instances", "../x", ".", "..", "a b%", "\xff\x01"}).value();
   ASSERT_TRUE(store().replace(hostile, "v")) << hostile.str();
   EXPECT_EQ(store().get(hostile)->data, "v");
-  EXPECT_EQ(names(store().list(key("instances")).value()),
-            (std::vector<std::string>{hostile.str()}));
+  if (GetParam().lists_percent_names) {
+    EXPECT_EQ(names(store().list(key("instances")).value()),
+              (std::vector<std::string>{hostile.str()}));
+  }
   ASSERT_TRUE(store().remove(hostile));
+  EXPECT_EQ(store().get(hostile).error().code, Errc::not_found);
 }
 
 TEST_P(StoreContract, DocumentsUpToOneMebibyteRoundTrip) {
@@ -485,6 +488,7 @@ TEST_P(StoreContract, LeasesAreNeitherDocumentsNorListed) {
 // fixed sleep.
 TEST_P(StoreContract, AnUnrefreshedLeaseEndsAndARefreshedOneStays) {
   REQUIRE_NATIVE_LEASES();
+  if (!GetParam().lease_never_expires.empty()) GTEST_SKIP() << GetParam().lease_never_expires;
   auto b = another();
   ASSERT_NE(b, nullptr);
   if (GetParam().lease_end == LeaseEnd::holder) {

@@ -12,9 +12,11 @@
 //
 // What runs depends on capabilities(): conditional writes and native leases
 // are asserted wherever a store declares them, and skipped (GTEST_SKIP,
-// naming why) only where it does not. Every test also checks, when it ends,
-// that no credential (the factory's secret, and any the server issued)
-// appears in any log line or error message the test produced.
+// naming why) only where it does not, or where the factory names a server
+// that cannot do what a case asks (lists_dot_names, lease_never_expires).
+// Every test also checks, when it ends, that no credential (the factory's
+// secret, and any the server issued) appears in any log line or error
+// message the test produced.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -57,6 +59,9 @@ struct StoreFactory {
   // False for a server that hides names starting with '.' from its listings
   // (nginx's dav_ext): the hostile-name round trip cannot list them.
   bool lists_dot_names = true;
+  // False for a server whose listings decode the '%' in names (chezdav lists
+  // the file a%20b as "a b"): escaped keys round-trip but cannot be listed.
+  bool lists_percent_names = true;
 
   // ---- native leases (asserted when capabilities().native_lease)
   LeaseEnd lease_end = LeaseEnd::ttl;
@@ -66,6 +71,10 @@ struct StoreFactory {
   // False for a server that answers success to an UNLOCK of a lock that is
   // already gone (nginx, measured): the interface's not_found cannot be had.
   bool unlock_of_a_gone_lock_is_not_found = true;
+  // Why, for a server whose leases never end on their own (chezdav: its
+  // locks never expire, whatever timeout it granted): the expiry case is
+  // skipped naming it. Empty: leases end as `lease_end` says.
+  std::string lease_never_expires;
 
   // ---- credentials
   // The secret (password, token, service account secret) every store from

@@ -1,6 +1,7 @@
 # Helpers for e2e tests that need a loopback WebDAV server (Apache httpd,
-# lighttpd, nginx, rclone or sabre/dav, from tests/integration/servers). Source after lib.sh; it replaces
-# the EXIT trap so the servers are stopped before the scratch folder goes.
+# lighttpd, nginx, rclone, sabre/dav or chezdav, from
+# tests/integration/servers). Source after lib.sh; it replaces the EXIT trap
+# so the servers are stopped before the scratch folder goes.
 SERVERS=${INSTANCE_TESTS_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}/integration/servers
 chmod a+x "$WORK"  # run as root, the servers' workers (www-data) must traverse it
 STARTED=()

@@ -102,11 +102,15 @@ namespace instance {
 // Counters a store updates as it works; pass one in the options to observe
 // them (tests, benchmarks). All fields may be read from any thread.
 struct WebDavStats {
-  std::atomic<std::uint64_t> requests{0};         // HTTP requests sent, retries included
+  // HTTP requests sent, retries and answered authentication challenges included
+  std::atomic<std::uint64_t> requests{0};
   std::atomic<std::uint64_t> new_connections{0};  // TCP connections opened (CURLINFO_NUM_CONNECTS)
   std::atomic<std::uint64_t> retries{0};          // attempts after the first, all requests
 };
 
+// basic: a user and a password, sent as HTTP Basic or Digest, whichever the
+// server asks for (Basic from the first request over https; over plain http
+// nothing until the server's first challenge; Digest for good once offered).
 enum class WebDavAuth { none, basic, bearer };
 
 struct WebDavStoreOptions {
@@ -117,8 +121,8 @@ struct WebDavStoreOptions {
   std::string base_url;
 
   WebDavAuth auth = WebDavAuth::none;
-  std::string user;    // basic auth user
-  std::string secret;  // basic auth password (or app token) or bearer token; never logged
+  std::string user;    // the user of a password (basic)
+  std::string secret;  // the password (or app token) or the bearer token; never logged
 
   std::filesystem::path ca_file;      // extra CA bundle (PEM) for TLS; empty: the system's
   std::filesystem::path client_cert;  // TLS client certificate (PEM); empty: none

@@ -215,8 +215,8 @@ std::string Cs3Store::random_hex(std::size_t bytes) {
   return out;
 }
 
-void Cs3Store::check_date(const std::string& date) {
-  date_check_.check(date, *options_.clock, timeouts_, *options_.logger,
+void Cs3Store::check_date(const std::string& date, WallTime sent_at) {
+  date_check_.check(date, sent_at, *options_.clock, timeouts_, *options_.logger,
                     "the CS3 data gateway's clock differs from ours; CS3 lock expirations are "
                     "computed on our clock and judged on the server's: synchronise the clocks "
                     "(NTP)",

@@ -59,8 +59,9 @@ net::Response Cs3Store::transfer(bool put, const std::string& url, std::string_v
                        .max_body = max_body,
                        .timeout = timeouts_.get().request_timeout};
   if (put) request.headers.emplace_back("Content-Type: application/octet-stream");
+  const WallTime sent_at = options_.clock->wall();
   net::Response r = data_->perform(request);
-  if (r.transport_ok()) check_date(r.header("Date"));
+  if (r.transport_ok()) check_date(r.header("Date"), sent_at);
   return r;
 }
 

@@ -185,7 +185,8 @@ class Cs3Store final : public Store {
       retry.wait(*pause, what(op, key) + " at " + where_ + ": " + f.error.message);
     }
   }
-  void check_date(const std::string& date);
+  // The gateway clock check of a reply to a transfer sent at `sent_at`.
+  void check_date(const std::string& date, WallTime sent_at);
   void count_rpc() {
     if (options_.stats) ++options_.stats->rpcs;
   }

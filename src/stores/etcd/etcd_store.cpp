@@ -515,9 +515,10 @@ class EtcdStore final : public Store {
     if (!authorization.empty()) {
       request.headers.push_back("Authorization: " + std::string(authorization));
     }
+    const WallTime sent_at = options_.clock->wall();
     net::Response reply = http_->perform(request);
     if (reply.transport_ok()) {
-      date_check_.check(reply.header("Date"), *options_.clock, timeouts_,
+      date_check_.check(reply.header("Date"), sent_at, *options_.clock, timeouts_,
                         options_.logger ? *options_.logger : *null_logger(),
                         "the etcd server's clock and ours disagree by more than the allowed skew; "
                         "etcd's leases are judged on its clock, verify's records on ours: "

@@ -96,14 +96,28 @@ Result<std::string> WebDavStore::write(std::string_view op, const Key& key, std:
     // answering 409 to a PUT, which would cost a new connection.
     if (auto made = make_folders(key); !made) return std::unexpected(made.error());
   }
-  Sent sent = send(request);
-  for (int pass = 0; pass < 2 && parent_missing(sent.response, condition); ++pass) {
+  // chezdav answers 500 to a PUT under a missing folder, where a 500 is
+  // otherwise a server error the send loop retries until its deadline: the
+  // first 500 asks whether the document's folder exists, before any retry.
+  // Missing, it is made below; there, the 500 is the server's and retried.
+  bool asked = false;
+  bool folder_gone = false;
+  const auto ask_on_500 = [&](const net::Response& r) {
+    if (asked || !r.transport_ok() || r.status != 500) return false;
+    asked = true;
+    folder_gone = folder_gone_after_500(key);
+    return folder_gone;
+  };
+  Sent sent = send(request, ask_on_500);
+  for (int pass = 0; pass < 2 && (folder_gone || parent_missing(sent.response, condition));
+       ++pass) {
     // A missing folder (mod_dav, lighttpd and ocdav answer 409, rclone and
-    // sabre/dav 404): create the ones we do not know; the second time, also
-    // those we thought existed (removed behind our back).
+    // sabre/dav 404, chezdav 500): create the ones we do not know; the
+    // second time, also those we thought existed (removed behind our back).
     if (pass == 1) forget_folders();
     if (auto made = make_folders(key); !made) return std::unexpected(made.error());
-    sent = send(request);
+    asked = folder_gone = false;
+    sent = send(request, ask_on_500);
   }
   const auto& r = sent.response;
   if (r.success()) {
@@ -127,15 +141,33 @@ Result<std::string> WebDavStore::write(std::string_view op, const Key& key, std:
               what(op, key) + " at " + where_ + ": version does not match (HTTP 412)");
 }
 
-long WebDavStore::folder_status(const std::string& url) {
+long WebDavStore::folder_status(const std::string& url, bool once) {
   net::Request request{.method = "PROPFIND",
                        .url = url,
                        .headers = {"Depth: 0", "Content-Type: application/xml; charset=utf-8"},
                        .body = kPropfindBody,
                        .has_body = true,
                        .max_body = kMaxListingSize};
-  const auto r = send(std::move(request)).response;
+  const auto r = once ? send(std::move(request), [](const net::Response&) { return true; }).response
+                      : send(std::move(request)).response;
   return r.transport_ok() ? r.status : 0;
+}
+
+bool WebDavStore::folder_gone_after_500(const Key& key) {
+  const Key folder = folders_above(key, false).back();
+  // One attempt: a server that answers 500 to this too cannot tell us, and
+  // the PUT's own retries go on within their deadline.
+  const long status = folder_status(key_url(base_, folder, true), true);
+  options_.logger->debug(
+      "webdav PUT answered 500; asked whether its folder exists",
+      {{"key", key.str()}, {"store", where_}, {"folder_status", std::to_string(status)}});
+  if (status == 207 || status == 200) {
+    remember_folders(key);  // there: the 500 is a server error
+    return false;
+  }
+  if (status != 404 && status != 409 && status != 410) return false;
+  remember_missing(folder);
+  return true;
 }
 
 Result<void> WebDavStore::ensure_base() {
@@ -280,7 +312,7 @@ Result<std::shared_ptr<Store>> make_webdav_store(WebDavStoreOptions options) {
       if (options.secret.empty()) {
         return fail(Errc::invalid, "WebDAV store " + where + ": basic auth needs a password");
       }
-      http.auth = net::ClientOptions::Auth::basic;
+      http.auth = net::ClientOptions::Auth::password;
       break;
     case WebDavAuth::bearer:
       if (options.secret.empty()) {

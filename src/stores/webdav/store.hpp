@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -49,7 +50,8 @@ struct Condition {
 
 // Whether a PUT's answer says a folder above it is missing: 409 (RFC 4918:
 // mod_dav, lighttpd, ocdav), or 404 (rclone, sabre/dav), which a PUT
-// otherwise gives only for If-Match on an absent document.
+// otherwise gives only for If-Match on an absent document. chezdav's 500 is
+// a server error as much as a missing folder: write() asks (folder_gone_after_500).
 inline bool parent_missing(const net::Response& r, Condition condition) {
   return r.transport_ok() &&
          (r.status == 409 || (r.status == 404 && condition.kind != Condition::match));
@@ -126,8 +128,13 @@ class WebDavStore final : public Store {
     int attempts = 0;
   };
 
-  Sent send(net::Request request);
-  void check_date(const net::Response& response);
+  // Sends `request`, retrying what a retry may cure within the deadline.
+  // `settle`, when given, sees each answer that would be retried, before the
+  // pause: true ends the retries with that answer.
+  using Settle = std::function<bool(const net::Response&)>;
+  Sent send(net::Request request, const Settle& settle = {});
+  // The server clock check of a reply to a request sent at `sent_at`.
+  void check_date(const net::Response& response, WallTime sent_at);
 
   Result<std::string> write(std::string_view op, const Key& key, std::string_view data,
                             Condition condition);
@@ -139,8 +146,13 @@ class WebDavStore final : public Store {
   // missing parent is refused (Errc::invalid) naming it. Free once the base
   // is known, and for a base directly under the server's root.
   Result<void> ensure_base();
-  // PROPFIND Depth 0 of a folder URL: the status, 0 when not reached.
-  long folder_status(const std::string& url);
+  // PROPFIND Depth 0 of a folder URL: the status, 0 when not reached. With
+  // `once`, a single attempt (an answer that would be retried is returned).
+  long folder_status(const std::string& url, bool once = false);
+  // After a 500 to a PUT of `key` (chezdav's answer under a missing folder):
+  // whether the folder it goes in is missing (then remembered missing), by
+  // one PROPFIND Depth 0. False when it exists or cannot be told.
+  bool folder_gone_after_500(const Key& key);
   // Errc::permission when opened read-only (options_.read_only).
   Result<void> check_writable(std::string_view op, const Key& key) const {
     if (!options_.read_only) return {};

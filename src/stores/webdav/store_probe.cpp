@@ -100,6 +100,14 @@ Result<Capabilities> WebDavStore::probe_locked() {
     caps.versions = false;
     warn("the ETag did not change when the document did");
   }
+  if (caps.versions && again.header("Server").starts_with("PhodavServer")) {
+    // chezdav (phodav): the ETag is the file's modification time alone,
+    // which two writes within one tick of the file system's clock share
+    // (the contract suite saw it).
+    caps.versions = false;
+    warn("the server is chezdav (Server: " + printable(again.header("Server")) +
+         "), whose ETag is the modification time: a rewrite within one clock tick keeps it");
+  }
   const auto right = put({"If-Match: " + etag}, "probe 4");
   const bool right_accepted = !etag.empty() && right.success();
   if (!right_accepted) {

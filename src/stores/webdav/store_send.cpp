@@ -10,7 +10,7 @@ namespace instance::webdav {
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
-WebDavStore::Sent WebDavStore::send(net::Request request) {
+WebDavStore::Sent WebDavStore::send(net::Request request, const Settle& settle) {
   const StoreTimeouts timeouts = timeouts_.get();
   net::Retry retry({.initial_backoff = options_.initial_backoff,
                     .max_backoff = options_.max_backoff,
@@ -20,10 +20,15 @@ WebDavStore::Sent WebDavStore::send(net::Request request) {
   while (true) {
     request.timeout = retry.begin_attempt(timeouts.request_timeout);
     const auto attempt_start = steady_clock::now();
+    const WallTime sent_at = options_.clock->wall();
     sent.response = http_->perform(request);
     sent.attempts = retry.attempts();
     if (options_.stats) {
-      options_.stats->requests.fetch_add(1, std::memory_order_relaxed);
+      // An authentication challenge answered within the attempt is a
+      // request too.
+      options_.stats->requests.fetch_add(
+          static_cast<std::uint64_t>(std::max(1, sent.response.replies)),
+          std::memory_order_relaxed);
       options_.stats->new_connections.fetch_add(
           static_cast<std::uint64_t>(std::max(0L, sent.response.new_connections)),
           std::memory_order_relaxed);
@@ -37,8 +42,9 @@ WebDavStore::Sent WebDavStore::send(net::Request request) {
                             {"attempt", std::to_string(sent.attempts)},
                             {"new_connections", std::to_string(sent.response.new_connections)},
                             {"ms", std::to_string(ms.count())}});
-    check_date(sent.response);
+    check_date(sent.response, sent_at);
     if (!net::is_retryable(sent.response)) return sent;
+    if (settle && settle(sent.response)) return sent;
     const auto pause = retry.next_pause();
     if (!pause) return sent;
     if (net::may_have_applied(sent.response)) sent.maybe_applied_before = true;
@@ -52,9 +58,9 @@ WebDavStore::Sent WebDavStore::send(net::Request request) {
   }
 }
 
-void WebDavStore::check_date(const net::Response& response) {
+void WebDavStore::check_date(const net::Response& response, WallTime sent_at) {
   date_check_.check(
-      response.header("Date"), *options_.clock, timeouts_, *options_.logger,
+      response.header("Date"), sent_at, *options_.clock, timeouts_, *options_.logger,
       "the WebDAV server's clock and ours disagree by more than the allowed skew; lease expiry "
       "is judged on our clock: synchronise the clocks (NTP)",
       where_);

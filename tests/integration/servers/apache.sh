@@ -5,6 +5,9 @@
 # Documents live in <dir>/root. Binds 127.0.0.1 only; works as root (the
 # workers then run as www-data) and as a normal user. Optional environment:
 #   HTPASSWD=<file>          require HTTP basic auth against this htpasswd file
+#   HTDIGEST=<file>          require HTTP Digest auth instead, against this
+#                            htdigest file (user:realm:md5 lines), realm
+#                            DIGEST_REALM (default "instance-guard-test")
 #   TLS_CERT=<pem> TLS_KEY=<pem>   serve https with this certificate
 #   WATCH_PID=<pid>          stop the server when that process dies
 # ETags are FileETag Digest (strong, content hash): the default MTime Size
@@ -33,6 +36,12 @@ start)
   AuthBasicProvider file
   AuthUserFile \"$HTPASSWD\"
   Require valid-user"
+  elif [ -n "${HTDIGEST:-}" ]; then
+    auth_lines="AuthType Digest
+  AuthName \"${DIGEST_REALM:-instance-guard-test}\"
+  AuthDigestProvider file
+  AuthUserFile \"$HTDIGEST\"
+  Require valid-user"
   fi
   tls_lines="" scheme=http
   if [ -n "${TLS_CERT:-}" ]; then
@@ -55,6 +64,7 @@ LoadModule authz_user_module $mods/mod_authz_user.so
 LoadModule authn_core_module $mods/mod_authn_core.so
 LoadModule authn_file_module $mods/mod_authn_file.so
 LoadModule auth_basic_module $mods/mod_auth_basic.so
+LoadModule auth_digest_module $mods/mod_auth_digest.so
 LoadModule dav_module $mods/mod_dav.so
 LoadModule dav_fs_module $mods/mod_dav_fs.so
 $tls_lines

@@ -7,6 +7,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 
 #include "fault_server.hpp"
 #include "helpers.hpp"
@@ -179,6 +180,75 @@ TEST_F(Faults, PersistentServerErrorsEndWithinTheDeadline) {
   EXPECT_EQ(doc.error().code, Errc::unavailable);
   EXPECT_NE(doc.error().message.find("HTTP 500"), std::string::npos) << doc.error().message;
   EXPECT_GT(stats_->requests.load(), 2u);
+}
+
+// chezdav answers 500, not 409, to a PUT under a missing folder. Scripted
+// here: folders exist once made, a PUT outside one answers 500. The first
+// 500 asks whether the folder exists (PROPFIND Depth 0) instead of being
+// retried until the deadline; missing, the folders are made and the PUT
+// sent again.
+TEST_F(Faults, A500ToAPutUnderAMissingFolderMakesTheFolders) {
+  std::set<std::string> folders = {"/"};
+  FaultServer server([&](const FaultRequest& r) {
+    const std::string parent = r.target.substr(0, r.target.rfind('/', r.target.size() - 2) + 1);
+    if (r.method == "PUT") {
+      if (!folders.contains(parent)) return FaultReply{.status = 500};
+      return FaultReply{.status = 201, .headers = {{"ETag", "\"" + r.body + "\""}}};
+    }
+    if (r.method == "MKCOL") {
+      if (!folders.contains(parent)) return FaultReply{.status = 409};
+      folders.insert(r.target);
+      return FaultReply{.status = 201};
+    }
+    if (r.method == "PROPFIND" && folders.contains(r.target)) return multistatus({r.target});
+    return FaultReply{.status = 404};
+  });
+  auto s = make_store(options(server));
+  ASSERT_TRUE(s->replace(key("instances/a"), "1"));
+  std::vector<std::string> sent;
+  for (const auto& r : server.requests()) sent.push_back(r.method + " " + r.target);
+  EXPECT_EQ(sent,
+            (std::vector<std::string>{"PUT /s/instances/a", "PROPFIND /s/instances/", "MKCOL /s/",
+                                      "MKCOL /s/instances/", "PUT /s/instances/a"}));
+  EXPECT_EQ(stats_->retries.load(), 0u) << "the 500 was retried before the folder check";
+  // Known now: the next write is one PUT.
+  const auto before = server.requests().size();
+  ASSERT_TRUE(s->create(key("instances/b"), "1"));
+  EXPECT_EQ(server.requests().size(), before + 1);
+}
+
+// A 500 to a PUT whose folder exists is the server's error: asked about
+// once, then retried until the deadline and reported, nothing created.
+TEST_F(Faults, A500ToAPutWhoseFolderExistsStaysAnError) {
+  FaultServer server([](const FaultRequest& r) {
+    if (r.method == "PROPFIND") return multistatus({r.target});
+    return FaultReply{.status = 500};
+  });
+  auto o = options(server);
+  o.retry_deadline = milliseconds(300);
+  auto r = make_store(o)->replace(key("instances/a"), "1");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, Errc::unavailable) << r.error().message;
+  EXPECT_NE(r.error().message.find("HTTP 500"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("attempts"), std::string::npos) << r.error().message;
+  EXPECT_EQ(count(server, "PROPFIND"), 1);
+  EXPECT_EQ(count(server, "MKCOL"), 0);
+  EXPECT_GT(count(server, "PUT"), 2) << "the 500 is still retried";
+  EXPECT_EQ(server.requests()[1].method, "PROPFIND") << "asked after the first 500";
+}
+
+// The folder check itself answered 500: it cannot tell, so it is not asked
+// again, and the PUT's 500 is retried and reported as before.
+TEST_F(Faults, A500ToAPutAndToItsFolderCheckStaysAnError) {
+  FaultServer server([](const FaultRequest&) { return FaultReply{.status = 500}; });
+  auto o = options(server);
+  o.retry_deadline = milliseconds(300);
+  auto r = make_store(o)->replace(key("instances/a"), "1");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, Errc::unavailable) << r.error().message;
+  EXPECT_EQ(count(server, "PROPFIND"), 1) << "the check is one request, not retried";
+  EXPECT_EQ(count(server, "MKCOL"), 0);
+  EXPECT_GT(count(server, "PUT"), 2);
 }
 
 TEST_F(Faults, PersistentTooEarlyIsUnavailable) {

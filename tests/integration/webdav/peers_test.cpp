@@ -1,11 +1,14 @@
-// nginx (dav_ext), rclone serve webdav and sabre/dav: what the store learns
-// of each and how it adapts. nginx grants its lock zone's own timeout (here
+// nginx (dav_ext), rclone serve webdav, sabre/dav and chezdav: what the
+// store learns of each and how it adapts. nginx grants its lock zone's own timeout (here
 // kNginxLockZone) whatever Timeout is asked; nginx and rclone ignore If-Match
-// and If-None-Match; rclone and sabre/dav answer 404, not 409, to a PUT under
-// a missing folder. docs/webdav.md has the capability table these check.
+// and If-None-Match, chezdav too; rclone and sabre/dav answer 404, not 409,
+// to a PUT under a missing folder, chezdav 500. docs/webdav.md has the capability table these
+// check.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <iostream>
 
 #include "helpers.hpp"
 #include "instance/guard.hpp"
@@ -152,10 +155,60 @@ TEST(NginxListing, NginxHidesDotNamesFromListings) {
   EXPECT_EQ(listed->front().str(), "instances/shown");
 }
 
+// Measured: chezdav answers 500 to a PUT under a missing folder (and 404 to
+// a PROPFIND of that folder). The store asks after the first 500, makes the
+// folders and writes again: no retry of the 500. Before, the 500 was retried
+// until the deadline (3 s here) and the write failed.
+TEST(ChezdavFolders, APutUnderAMissingFolderIsAskedAboutNotRetried) {
+  auto& server = WebDavServer::chezdav();
+  ASSERT_TRUE(server.running());
+  auto options = options_for(server);
+  auto stats = std::make_shared<WebDavStats>();
+  options.stats = stats;
+  options.probe_capabilities = false;
+  auto s = make_store(options);
+  ASSERT_TRUE(s->replace(key("a/b/doc"), "1"));
+  EXPECT_EQ(stats->retries.load(), 0u);
+  // PUT (500), PROPFIND of a/b (404), MKCOL of the folder, a and a/b, the
+  // PUT again, and a GET for the version (chezdav's PUT answer has no ETag).
+  EXPECT_EQ(stats->requests.load(), 7u);
+  std::cout << "[ measured ] chezdav: the first write in a fresh folder took "
+            << stats->requests.load() << " requests, " << stats->retries.load() << " retries\n";
+  EXPECT_EQ(s->get(key("a/b/doc"))->data, "1");
+}
+
+// Measured: chezdav puts file names into its PROPFIND hrefs without
+// percent-encoding them, so a name holding '%' is listed decoded once: the
+// record of id "a b" (file a%20b) is listed as "a b", whose GET finds
+// nothing. Such records are invisible to verify's scan and to status on
+// chezdav (docs/webdav.md). Fails when chezdav starts encoding its hrefs.
+TEST(ChezdavListing, NamesHoldingPercentAreListedDecoded) {
+  auto& server = WebDavServer::chezdav();
+  ASSERT_TRUE(server.running());
+  auto s = make_store(options_for(server));
+  const Key spaced = Key::from_segments({"instances", "a b"}).value();
+  ASSERT_EQ(spaced.str(), "instances/a%20b");
+  ASSERT_TRUE(s->replace(spaced, "1"));
+  ASSERT_TRUE(s->replace(key("instances/plain"), "2"));
+  EXPECT_EQ(s->get(spaced)->data, "1");
+  auto listed = s->list(key("instances"));
+  ASSERT_TRUE(listed) << listed.error().message;
+  std::vector<std::string> names;
+  for (const auto& k : *listed) names.push_back(k.str());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"instances/a b", "instances/plain"}));
+  for (const auto& k : *listed) {
+    if (k.str() == "instances/a b") {
+      EXPECT_EQ(s->get(k).error().code, Errc::not_found);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Servers, Peer,
                          ::testing::Values(Expected{"nginx", false, true},
                                            Expected{"rclone", false, true},
-                                           Expected{"sabredav", true, true}),
+                                           Expected{"sabredav", true, true},
+                                           Expected{"chezdav", false, true}),
                          [](const auto& param_info) { return param_info.param.name; });
 
 }  // namespace

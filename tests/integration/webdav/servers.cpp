@@ -113,7 +113,7 @@ bool WebDavServer::start() {
     env += "NGINX_LOCK_TIMEOUT=" + std::to_string(kNginxLockZone.count()) + "s ";
   }
   if (config_.stock_locks) env += "SABRE_STOCK_LOCKS=1 ";
-  if (!config_.user.empty() && config_.kind == ServerKind::chezdav) {
+  if (!config_.user.empty() && (config_.kind == ServerKind::chezdav || config_.digest)) {
     // user:realm:md5(user:realm:password); the password goes through stdin.
     const auto htdigest = dir_ / "htdigest";
     const auto digest_cmd = "printf '%s' " + shell_quote(config_.user + ":" + kDigestRealm + ":") +
@@ -125,8 +125,8 @@ bool WebDavServer::start() {
     auto hash = read_file(dir_ / "hash");
     while (!hash.empty() && (hash.back() == '\n' || hash.back() == '\r')) hash.pop_back();
     std::ofstream(htdigest) << config_.user << ":" << kDigestRealm << ":" << hash << "\n";
-    env += "HTDIGEST=" + shell_quote(htdigest.string()) + " DIGEST_REALM=" +
-           shell_quote(kDigestRealm) + " ";
+    env += "HTDIGEST=" + shell_quote(htdigest.string()) +
+           " DIGEST_REALM=" + shell_quote(kDigestRealm) + " ";
   } else if (!config_.user.empty()) {
     const auto htpasswd = dir_ / "htpasswd";
     // The test password goes through stdin, not the command line.

@@ -36,9 +36,11 @@ inline constexpr const char* kAuthPassword = "pw-Zq8#s3cr3t";
 struct ServerConfig {
   ServerKind kind = ServerKind::apache;
   // Auth required for this user and password: Basic (an htpasswd line) on
-  // Apache, Digest (an htdigest line, realm kDigestRealm) on chezdav.
+  // Apache, Digest (an htdigest line, realm kDigestRealm) on chezdav, and on
+  // Apache with `digest`.
   std::string user;
   std::string password;
+  bool digest = false;
   bool tls = false;  // https with a self-signed certificate (ca_file())
   // sabre/dav: the stock file lock backend, which grants every lock 1800 s
   // whatever was asked (otherwise the Timeout asked is kept).
@@ -73,6 +75,13 @@ class WebDavServer {
   static WebDavServer& apache_with_auth() {
     return get("apache-auth",
                {.kind = ServerKind::apache, .user = kAuthUser, .password = kAuthPassword});
+  }
+  // Apache requiring Digest auth (mod_auth_digest, realm kDigestRealm) as
+  // kAuthUser / kAuthPassword: unlike chezdav, it checks the password.
+  static WebDavServer& apache_with_digest() {
+    return get(
+        "apache-digest",
+        {.kind = ServerKind::apache, .user = kAuthUser, .password = kAuthPassword, .digest = true});
   }
   // By name: "apache", "lighttpd", "nginx", "rclone", "sabredav",
   // "sabredav-stock" or "chezdav".
