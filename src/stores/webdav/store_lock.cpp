@@ -272,6 +272,8 @@ Result<void> WebDavStore::send_refresh(std::string_view op, const Key& key, cons
         return gone(Errc::locked, "held by another process or guard");
       case 409:
         return gone(Errc::conflict, "HTTP 409 Conflict");
+      case 400:  // phodav, to a token it does not know
+        return gone(Errc::conflict, "the server no longer knows the token (HTTP 400)");
       default:
         break;
     }
