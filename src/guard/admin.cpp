@@ -100,9 +100,9 @@ Result<Released> release_instance(Store& store, std::string_view id, WallTime no
   // The store's lock of `id`, judged before anything is removed.
   auto lock = held_lock(store);
   if (!lock) {
-    return fail(lock.error().code, "cannot tell whether " + std::string(id) +
-                                       " holds the store's lock, so nothing was released: " +
-                                       lock.error().message);
+    return fail(lock.error().code,
+                "cannot tell whether " + std::string(id) +
+                    " holds the store's lock, so nothing was released: " + lock.error().message);
   }
   const bool holds_lock = *lock && (*lock)->entry.holder == id;
   if (holds_lock && !force && !(*lock)->entry.stood_down &&
@@ -123,18 +123,20 @@ Result<Released> release_instance(Store& store, std::string_view id, WallTime no
   if (doc) {
     const bool conditional = store.capabilities().conditional_writes && !doc->version.empty();
     auto removed = conditional ? store.remove_if(*key, doc->version) : store.remove(*key);
-    if (!removed && removed.error().code != Errc::not_found) return std::unexpected(removed.error());
+    if (!removed && removed.error().code != Errc::not_found)
+      return std::unexpected(removed.error());
     released.record = true;
   }
   if (holds_lock) {
     auto ended = store.unlock(detail::lock_key(), (*lock)->token);
     if (!ended && ended.error().code != Errc::not_found) {
-      return fail(ended.error().code,
-                  std::string(released.record ? "removed the record of " + std::string(id) + ", but "
-                                              : "") +
-                      "the store's lock " + std::string(id) +
-                      " held remains and keeps other instances out: " + ended.error().message +
-                      "; end it with the account that took it, or restart the server");
+      return fail(
+          ended.error().code,
+          std::string(released.record ? "removed the record of " + std::string(id) + ", but "
+                                      : "") +
+              "the store's lock " + std::string(id) +
+              " held remains and keeps other instances out: " + ended.error().message +
+              "; end it with the account that took it, or restart the server");
     }
     released.lock = true;
   }
