@@ -49,7 +49,7 @@ struct Document {
 
 // Who holds a lock (Store::lock_holder).
 struct LockHolder {
-  std::string token;  // what unlock() takes
+  std::string token;  // what unlock() takes; empty when the store hides it
   std::string owner;  // the owner text the holder gave lock(), as the store kept it
 };
 

@@ -49,22 +49,20 @@ Result<std::optional<HeldLock>> held_lock(Store& store) {
     if (code == Errc::not_found || code == Errc::unsupported) return std::nullopt;
     return std::unexpected(holder.error());
   }
-  HeldLock held{.entry = {.owner = holder->owner}, .token = holder->token};
+  std::optional<detail::Lease> lease;
   if (auto doc = store.get(detail::lease_key()); doc) {
-    if (auto lease = detail::decode_lease(doc->data); lease) {
-      held.entry.locks_outlive_grant = lease->locks_outlive_grant;
-      if (!lease->lock_token.empty() && lease->lock_token == holder->token) {
-        held.entry.holder = lease->holder;
-        held.entry.expires_at = lease->expires_at;
-        held.entry.stood_down = lease->released;
-      }
-    }
+    if (auto decoded = detail::decode_lease(doc->data); decoded) lease = std::move(*decoded);
   }
-  if (held.entry.holder.empty()) {
-    if (const auto owner = detail::decode_lock_owner(holder->owner)) {
-      held.entry.holder = owner->id;
-      held.entry.expires_at = owner->locked_at + owner->ttl;
-    }
+  const auto lock = detail::lock_of_holder(holder->token, holder->owner, lease);
+  HeldLock held{.entry = {.owner = holder->owner}, .token = lock.token};
+  if (lease) held.entry.locks_outlive_grant = lease->locks_outlive_grant;
+  if (lock.named) {
+    held.entry.holder = lease->holder;
+    held.entry.expires_at = lease->expires_at;
+    held.entry.stood_down = lease->released;
+  } else if (lock.owner) {
+    held.entry.holder = lock.owner->id;
+    held.entry.expires_at = lock.owner->locked_at + lock.owner->ttl;
   }
   return std::optional<HeldLock>{std::move(held)};
 }
@@ -126,6 +124,13 @@ Result<Released> release_instance(Store& store, std::string_view id, WallTime no
     if (!removed && removed.error().code != Errc::not_found)
       return std::unexpected(removed.error());
     released.record = true;
+  }
+  if (holds_lock && (*lock)->token.empty()) {
+    return fail(Errc::unsupported,
+                std::string(id) +
+                    " holds the store's lock, but the server does not say its "
+                    "token, so it cannot be ended from here; nothing was released: "
+                    "end it on the server or restart the server");
   }
   if (holds_lock) {
     auto ended = store.unlock(detail::lock_key(), (*lock)->token);

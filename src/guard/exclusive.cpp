@@ -300,8 +300,9 @@ class Exclusive final : public Protocol {
       return std::unexpected(
           failure(doc.error().code, "cannot read the lease: " + doc.error().message));
     }
-    const bool named = lease && !lease->lock_token.empty() && lease->lock_token == holder->token;
-    const auto owner = decode_lock_owner(holder->owner);
+    const LockOfHolder lock = lock_of_holder(holder->token, holder->owner, lease);
+    const bool named = lock.named;
+    const auto& owner = lock.owner;
     // The holder as a record, live until the latest expiry anything shows.
     std::optional<Record> who;
     if (named) who = lease->as_record();
@@ -346,7 +347,16 @@ class Exclusive final : public Protocol {
           {{"store", ctx.store.describe()},
            {"granted_until", format_rfc3339(*lease->lock_expires_at)}});
     }
-    auto ended = ctx.store.unlock(lock_key(), holder->token);
+    if (lock.token.empty()) {
+      return std::unexpected(refusal(
+          lock_key(), *who,
+          "it holds the store's lock, which outlived it (its lease expired at " +
+              format_rfc3339(who->expires_at) +
+              "), but the server does not say the lock's token, so no guard can end it; it lasts "
+              "until the server's own timeout: an operator ends it on the server or restarts "
+              "the server"));
+    }
+    auto ended = ctx.store.unlock(lock_key(), lock.token);
     if (!ended && ended.error().code == Errc::not_found) {
       ctx.log.debug("the stale lock was ended by someone else first", {{"holder", who->id}});
       return {};

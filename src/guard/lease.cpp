@@ -113,4 +113,17 @@ std::optional<LockOwner> decode_lock_owner(std::string_view text) {
   }
 }
 
+LockOfHolder lock_of_holder(std::string_view token, std::string_view owner_text,
+                            const std::optional<Lease>& lease) {
+  LockOfHolder out{.token = std::string(token), .owner = decode_lock_owner(owner_text)};
+  const bool lease_has_token = lease && !lease->lock_token.empty();
+  if (!token.empty()) {
+    out.named = lease_has_token && lease->lock_token == token;
+  } else if (lease_has_token && (!out.owner || out.owner->id == lease->holder)) {
+    out.named = true;
+    out.token = lease->lock_token;
+  }
+  return out;
+}
+
 }  // namespace instance::detail

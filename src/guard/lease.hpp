@@ -83,6 +83,21 @@ struct LockOwner {
 };
 
 std::string encode_lock_owner(const LockOwner& owner);
+
+// Whose the store's lock is, from what the store says of it
+// (Store::lock_holder) and the lease document.
+struct LockOfHolder {
+  // What unlock() takes: the store's token, or, where the store hides
+  // tokens (sabre/dav lists a lock without one), the lease document's; an
+  // UNLOCK with a token that no longer holds ends nothing. Empty: unknown.
+  std::string token;
+  // The lease document was written under this lock: same token, or (tokens
+  // hidden) an owner text that does not name someone else.
+  bool named = false;
+  std::optional<LockOwner> owner;  // the owner text, when one of ours
+};
+LockOfHolder lock_of_holder(std::string_view token, std::string_view owner_text,
+                            const std::optional<Lease>& lease);
 // nullopt when the text is not one of ours (another program's lock, an old
 // guard's plain id, a server that mangled it).
 std::optional<LockOwner> decode_lock_owner(std::string_view text);

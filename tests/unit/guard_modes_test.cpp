@@ -860,6 +860,37 @@ TEST_F(StaleLockTest, AFailedLeaseDocumentWriteIsAFailedRenewalSoTheHolderFences
   EXPECT_EQ(lost, 1) << "fenced before a successor may end its lock (+32 s)";
 }
 
+// A store that lists a lock without its token, as sabre/dav does.
+class HiddenTokens final : public StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  Result<LockHolder> lock_holder(const Key& key) override {
+    auto holder = StoreWrapper::lock_holder(key);
+    if (holder) holder->token.clear();
+    return holder;
+  }
+};
+
+TEST_F(StaleLockTest, WhereTheStoreHidesTokensTheLeaseDocumentsTokenEndsTheLock) {
+  auto hidden = std::make_shared<HiddenTokens>(store);
+  auto a = guard("a", Mode::exclusive, hidden).claim().value();
+  clock->advance(33s);
+  auto b = guard("b", Mode::exclusive, hidden).claim();
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  EXPECT_EQ(b->epoch(), std::optional<std::uint64_t>(2));
+}
+
+TEST_F(StaleLockTest, WhereTheStoreHidesTokensALockNoLeaseNamesStaysAndTheRefusalSaysWhy) {
+  auto hidden = std::make_shared<HiddenTokens>(store);
+  lock_as_guard("crashed", clock->wall(), 30s);
+  clock->advance(1h);
+  auto b = guard("b", Mode::exclusive, hidden).claim();
+  ASSERT_FALSE(b.has_value());
+  EXPECT_NE(b.error().error.message.find("does not say the lock's token"), std::string::npos)
+      << b.error().error.message;
+  EXPECT_TRUE(memory->lock_holder(lock).has_value());
+}
+
 TEST_F(StaleLockTest, ADeadProcessOnThisHostLosesItsLockAtOnce) {
   const pid_t child = ::fork();
   if (child == 0) ::_exit(0);

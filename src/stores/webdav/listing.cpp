@@ -232,8 +232,9 @@ Result<ActiveLock> parse_lock_discovery(std::string_view body, std::string_view 
     ActiveLock lock{.token = std::string(trim(href.child_value())),
                     .timeout = std::string(trim(lock_child(active, "timeout").child_value())),
                     .owner = std::string(trim(text_of(lock_child(active, "owner"))))};
-    if (lock.token.empty()) continue;
-    if (want_token.empty() || lock.token == want_token) return lock;
+    // A lock listed without its token (sabre/dav hides them) is still a
+    // lock, when any lock will do.
+    if (want_token.empty() || (!lock.token.empty() && lock.token == want_token)) return lock;
   }
   if (!any) return std::unexpected(Error{Errc::not_found, "the lockdiscovery names no lock"});
   return bad(want_token.empty() ? "no <activelock> with a lock token"

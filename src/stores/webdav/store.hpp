@@ -184,6 +184,8 @@ class WebDavStore final : public Store {
                             std::string_view token, Duration ttl);
   Result<void> send_unlock(std::string_view op, const Key& key, const Key& at,
                            std::string_view token);
+  // PROPFIND of `at`'s DAV:lockdiscovery: who holds its lock.
+  Result<LockHolder> send_lock_discovery(std::string_view op, const Key& key, const Key& at);
   // Reads `key` back after a write that answered without an ETag.
   std::string learn_version(const Key& key, std::string_view written);
   // GET of `key`; nullopt when absent. Errors pass through.
@@ -267,6 +269,9 @@ class WebDavStore final : public Store {
 
   std::mutex probe_mu_;
   std::optional<Capabilities> capabilities_;
+  // The probe found the server naming a lock's token in its lockdiscovery
+  // (probe_mu_ held): Capabilities::ends_stale_locks.
+  bool lock_discovery_ = false;
   // Whether the server refuses If-None-Match: * on an existing document; until
   // known, create() checks for the document first.
   std::atomic<bool> if_none_match_honoured_{false};

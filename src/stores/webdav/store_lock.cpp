@@ -127,12 +127,16 @@ Result<void> WebDavStore::unlock(const Key& key, std::string_view token) {
 
 Result<LockHolder> WebDavStore::lock_holder(const Key& key) {
   if (key.empty()) return fail(Errc::invalid, "lock holder at " + where_ + ": empty key");
-  const std::string op = "who holds the lock";
+  return send_lock_discovery("who holds the lock", key, lock_key_of(key));
+}
+
+Result<LockHolder> WebDavStore::send_lock_discovery(std::string_view op, const Key& key,
+                                                    const Key& at) {
   static constexpr std::string_view kBody =
       R"(<?xml version="1.0" encoding="utf-8"?>)"
       R"(<d:propfind xmlns:d="DAV:"><d:prop><d:lockdiscovery/></d:prop></d:propfind>)";
   net::Request request{.method = "PROPFIND",
-                       .url = key_url(base_, lock_key_of(key), false),
+                       .url = key_url(base_, at, false),
                        .headers = {"Depth: 0", "Content-Type: application/xml; charset=utf-8"},
                        .body = kBody,
                        .has_body = true,
@@ -150,7 +154,8 @@ Result<LockHolder> WebDavStore::lock_holder(const Key& key) {
     }
     return malformed(op, key, active.error().message);
   }
-  if (!plausible_token(active->token)) {
+  // An empty token: the server lists the lock but hides its token.
+  if (!active->token.empty() && !plausible_token(active->token)) {
     return malformed(op, key,
                      "the server's lock token \"" + printable(active->token) + "\" is not a URI");
   }
@@ -197,6 +202,9 @@ Result<std::string> WebDavStore::send_lock(std::string_view op, const Key& key, 
   auto active = parse_lock_discovery(r.body, token);
   if (token.empty()) {
     if (!active) return malformed(op, key, "no Lock-Token header and " + active.error().message);
+    if (active->token.empty()) {
+      return malformed(op, key, "no Lock-Token header and no lock token in the reply");
+    }
     token = active->token;
   }
   if (!plausible_token(token)) {
@@ -348,6 +356,23 @@ bool WebDavStore::probe_native_lease() {
     (void)send_unlock("probe unlock", scratch, scratch, *second);
   } else if (!exclusive) {
     finding = "a second LOCK of a locked document answered: " + second.error().message;
+  }
+  // Whether the server names a lock's token in its lockdiscovery (rclone
+  // lists none): only then can a claim tell whose lock outlived its holder.
+  if (exclusive) {
+    auto named = send_lock_discovery("probe lock discovery", scratch, scratch);
+    // sabre/dav lists the lock without its token: the holder's lease
+    // document then carries it, and an UNLOCK with a token that no longer
+    // holds ends nothing.
+    lock_discovery_ = named && (named->token.empty() || named->token == *token);
+    if (!lock_discovery_) {
+      const LogField fields[] = {
+          {"store", where_}, {"finding", named ? "it names another token" : named.error().message}};
+      options_.logger->log(LogLevel::info,
+                           "the WebDAV server does not say who holds a lock; a lock that "
+                           "outlives its holder ends only at the server's own timeout",
+                           fields);
+    }
   }
   auto unlocked = send_unlock("probe unlock", scratch, scratch, *token);
   if (exclusive && !unlocked) {

@@ -135,9 +135,10 @@ Result<Capabilities> WebDavStore::probe_locked() {
   caps.native_lease = probe_native_lease();
   caps.server_clock = caps.native_lease;  // a lock's timeout runs on the server's clock
   // A server may keep a lock for longer than asked (sabre/dav's stock 1800 s)
-  // or for ever (phodav): lockdiscovery names its token, and UNLOCK with it
-  // ends it, so the guard can end the lock of a holder it proved fenced.
-  caps.ends_stale_locks = caps.native_lease;
+  // or for ever (phodav). Where its lockdiscovery names the token (the probe
+  // checked), UNLOCK with it ends it: the guard can end the lock of a holder
+  // it proved fenced.
+  caps.ends_stale_locks = caps.native_lease && lock_discovery_;
   if_none_match_honoured_ = inm;
   const bool if_match = caps.versions && wrong_refused && right_accepted && del_refused;
   caps.conditional_writes = if_match && inm && !not_atomic;
