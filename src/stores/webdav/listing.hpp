@@ -38,8 +38,9 @@ Result<std::vector<ListingEntry>> parse_multistatus(std::string_view body,
                                                     const std::vector<std::string>& base_segments);
 
 // What a DAV:lockdiscovery says about a lock: the DAV:activelock whose
-// token is `want_token` (or the first one with a token when `want_token` is
-// empty: its token may then be empty, as sabre/dav lists locks), its timeout text ("Second-30", "Infinite") and its owner's text.
+// token is `want_token`, or the first one when `want_token` is empty (its
+// token may then be empty: sabre/dav lists locks without one), with its
+// timeout text ("Second-30", "Infinite") and its owner's text.
 // The body is a LOCK reply (200/201, a DAV:prop) or a PROPFIND reply (207, a
 // DAV:multistatus whose first prop holds the lockdiscovery). Inside
 // lockdiscovery, elements in no namespace are read as DAV: ones (phodav
