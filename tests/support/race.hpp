@@ -56,10 +56,12 @@ struct RaceReport {
 // Each round: all threads pass a barrier, claim, count themselves as holders,
 // pass a second barrier (so every attempt overlaps every hold), then the
 // holders stand down before the next round.
-// `max_skew` unset: the guard's default.
+// `max_skew` unset: the guard's default. `before_round(r)`, when given, runs
+// before round r while no guard holds (to leave a crashed holder behind).
 inline RaceReport run_race(const std::function<std::shared_ptr<Store>(int)>& store_for, Mode mode,
                            int guards, int rounds, Duration ttl = std::chrono::minutes(1),
-                           std::optional<Duration> max_skew = std::nullopt) {
+                           std::optional<Duration> max_skew = std::nullopt,
+                           const std::function<void(int)>& before_round = {}) {
   RaceReport report;
   report.rounds = rounds;
   auto scheduler = thread_scheduler();
@@ -89,6 +91,7 @@ inline RaceReport run_race(const std::function<std::shared_ptr<Store>(int)>& sto
     for (int i = 0; i < guards; ++i) {
       threads.emplace_back([&, i] {
         for (int r = 0; r < rounds; ++r) {
+          if (i == 0 && before_round) before_round(r);
           start.arrive_and_wait();
           std::optional<Claim> claim;
           if (auto c = gs[static_cast<std::size_t>(i)].claim()) {
