@@ -48,7 +48,7 @@ const char* kUsage =
     "  [--start-spread D] [--hold D] [--rest D] [--poll-min D] [--poll-max D]\n"
     "  [--crashes R] [--pauses R] [--pause-max D] [--partitions R] [--partition-max D]\n"
     "  [--restart-same-id P] [--clock-offset D] [--drift X] [--jobs N] [--json FILE|-]\n"
-    "  [--lag-check on|off] [--expect-overlap MODE]... [--trace]\n"
+    "  [--lag-check on|off] [--stale-locks on|off] [--expect-overlap MODE]... [--trace]\n"
     "Durations in Go syntax (300ms, 2s); rates R per node per virtual minute.\n";
 
 bool parse(int argc, char** argv, Options& o, std::string& error) {
@@ -163,7 +163,10 @@ bool parse(int argc, char** argv, Options& o, std::string& error) {
       ok = dur(v, c.clock_offset);
     else if (a == "--drift")
       ok = num(v, c.drift);
-    else if (a == "--lag-check") {
+    else if (a == "--stale-locks") {
+      ok = v == "on" || v == "off";
+      c.stale_locks = v == "on";
+    } else if (a == "--lag-check") {
       ok = v == "on" || v == "off";
       c.lag_check = v == "on";
     } else {

@@ -104,19 +104,25 @@ class StoreModel {
     (void)write(key, std::nullopt, now);
     return {};
   }
-  Result<std::string> lock(const Key& key, Duration ttl, Time now) {
+  Result<std::string> lock(const Key& key, Duration ttl, std::string owner, Time now) {
     if (!caps_.native_lease) return fail(Errc::unsupported, "no locks");
-    if (auto it = locks_.find(key); it != locks_.end() && now < it->second.expires) {
+    if (auto it = locks_.find(key); it != locks_.end() && held(it->second, now)) {
       return fail(Errc::locked, "lock " + key.str() + ": held");
     }
     const std::string token = "lock-" + std::to_string(++version_);
-    locks_[key] = {token, now + ttl};
+    locks_[key] = {token, now + ttl, std::move(owner)};
     return token;
+  }
+  Result<LockHolder> lock_holder(const Key& key, Time now) const {
+    if (!caps_.ends_stale_locks) return fail(Errc::unsupported, "cannot tell");
+    auto it = locks_.find(key);
+    if (it == locks_.end() || !held(it->second, now)) return fail(Errc::not_found, "nobody");
+    return LockHolder{.token = it->second.token, .owner = it->second.owner};
   }
   Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl, Time now) {
     if (!caps_.native_lease) return fail(Errc::unsupported, "no locks");
     auto it = locks_.find(key);
-    if (it == locks_.end() || it->second.token != token || now >= it->second.expires) {
+    if (it == locks_.end() || it->second.token != token || !held(it->second, now)) {
       return fail(Errc::locked, "refresh " + key.str() + ": not ours");
     }
     it->second.expires = now + ttl;
@@ -141,7 +147,12 @@ class StoreModel {
   struct Lock {
     std::string token;
     Time expires;
+    std::string owner;
   };
+  // A store that ends stale locks here is one whose locks never expire.
+  bool held(const Lock& lock, Time now) const {
+    return caps_.ends_stale_locks || now < lock.expires;
+  }
 
   const Entry* truth(const Key& key) const {
     auto it = docs_.find(key);
@@ -477,8 +488,14 @@ class NodeStore final : public Store {
       return m->remove_if(k, v, t);
     });
   }
-  Result<std::string> lock(const Key& k, Duration ttl, std::string_view) override {
-    return call<std::string>("lock", k, [=, m = &model()](Time t) { return m->lock(k, ttl, t); });
+  Result<std::string> lock(const Key& k, Duration ttl, std::string_view owner) override {
+    return call<std::string>("lock", k, [=, m = &model(), owner = std::string(owner)](Time t) {
+      return m->lock(k, ttl, owner, t);
+    });
+  }
+  Result<LockHolder> lock_holder(const Key& k) override {
+    return call<LockHolder>("lock_holder", k,
+                            [=, m = &model()](Time t) { return m->lock_holder(k, t); });
   }
   Result<void> refresh_lock(const Key& k, std::string_view tok, Duration ttl) override {
     return call<void>("refresh_lock", k, [=, m = &model(), tok = std::string(tok)](Time t) {
@@ -721,6 +738,9 @@ RunResult run_one(const Config& config, std::uint64_t seed) {
     caps.versions = caps.conditional_writes = true;
   }
   if (config.mode == Mode::automatic) caps.native_lease = caps.server_clock = true;
+  if (config.stale_locks && config.mode != Mode::announce && config.mode != Mode::verify) {
+    caps = Capabilities{.native_lease = true, .ends_stale_locks = true};
+  }
   auto sim = std::make_unique<Simulation>(config, seed, caps);
   sim->build();
   sim->finish();

@@ -58,6 +58,10 @@ struct Config {
   double drift = 1e-4;
   // verify: the guard's own visibility self-test (GuardOptions::check_lag).
   bool lag_check = true;
+  // exclusive and auto: a store whose locks never expire and that has no
+  // conditional writes (phodav): the guards must end a fenced holder's lock
+  // themselves (Capabilities::ends_stale_locks).
+  bool stale_locks = false;
   // Record every event of the run (for --trace).
   bool keep_log = false;
 };
