@@ -117,6 +117,13 @@ Result<Released> release_instance(Store& store, std::string_view id, WallTime no
                                      ", and the store's lock is not held by it");
   }
 
+  if (holds_lock && (*lock)->token.empty()) {
+    return fail(Errc::unsupported,
+                std::string(id) +
+                    " holds the store's lock, but the server does not say its "
+                    "token, so it cannot be ended from here; nothing was released: "
+                    "end it on the server or restart the server");
+  }
   Released released;
   if (doc) {
     const bool conditional = store.capabilities().conditional_writes && !doc->version.empty();
@@ -124,13 +131,6 @@ Result<Released> release_instance(Store& store, std::string_view id, WallTime no
     if (!removed && removed.error().code != Errc::not_found)
       return std::unexpected(removed.error());
     released.record = true;
-  }
-  if (holds_lock && (*lock)->token.empty()) {
-    return fail(Errc::unsupported,
-                std::string(id) +
-                    " holds the store's lock, but the server does not say its "
-                    "token, so it cannot be ended from here; nothing was released: "
-                    "end it on the server or restart the server");
   }
   if (holds_lock) {
     auto ended = store.unlock(detail::lock_key(), (*lock)->token);
