@@ -357,9 +357,11 @@ bool WebDavStore::probe_native_lease() {
   } else if (!exclusive) {
     finding = "a second LOCK of a locked document answered: " + second.error().message;
   }
-  // Whether the server names a lock's token in its lockdiscovery (rclone
-  // lists none): only then can a claim tell whose lock outlived its holder.
-  if (exclusive) {
+  // Whether the server names a lock in its lockdiscovery (rclone lists
+  // none): only then can a claim tell whose lock outlived its holder. Not
+  // asked of the servers whose locks are refused below by name.
+  const bool refused_by_name = server.starts_with("Apache") || server.starts_with("lighttpd");
+  if (exclusive && !refused_by_name) {
     auto named = send_lock_discovery("probe lock discovery", scratch, scratch);
     // sabre/dav lists the lock without its token: the holder's lease
     // document then carries it, and an UNLOCK with a token that no longer
