@@ -28,8 +28,8 @@
 // only with a core of the same kStoreModuleAbi. The registry reads the
 // `abi` member first (it is the first member, in every version) and refuses
 // a module of another ABI with a message naming both. Change kStoreModuleAbi
-// whenever Store, OpenOptions, Error, Logger, Clock or StoreModule change
-// their layout or virtual functions.
+// whenever Store, OpenOptions, Error, Logger, Clock, StartupBudget or
+// StoreModule change their layout or virtual functions.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +44,7 @@
 
 namespace instance {
 
-inline constexpr std::uint32_t kStoreModuleAbi = 3;
+inline constexpr std::uint32_t kStoreModuleAbi = 4;
 
 struct StoreModule {
   // Always the first member: the registry reads it before anything else.

@@ -1,5 +1,7 @@
 #include "instance/startup_budget.hpp"
 
+#include <algorithm>
+
 namespace instance {
 namespace {
 
@@ -7,9 +9,17 @@ thread_local const StartupBudget* innermost = nullptr;
 
 }  // namespace
 
-StartupBudget::StartupBudget(MonoTime deadline, std::function<void(const RetryNotice&)> on_retry)
-    : deadline_(deadline), on_retry_(std::move(on_retry)), outer_(innermost) {
+StartupBudget::StartupBudget(Clock& clock, Duration length,
+                             std::function<void(const RetryNotice&)> on_retry)
+    : clock_(clock),
+      deadline_(clock.monotonic() + length),
+      on_retry_(std::move(on_retry)),
+      outer_(innermost) {
   innermost = this;
+}
+
+Duration StartupBudget::remaining() const {
+  return std::max(Duration::zero(), deadline_ - clock_.monotonic());
 }
 
 StartupBudget::~StartupBudget() { innermost = outer_; }

@@ -397,16 +397,18 @@ namespace {
 // A prvalue (StartupBudget cannot move): `const StartupBudget b = ...;`.
 StartupBudget startup_budget(const GuardOptions& options, std::string store) {
   const MonoTime deadline = options.clock->monotonic() + options.startup_timeout;
-  return StartupBudget(deadline, [logger = options.logger, clock = options.clock,
-                                  store = std::move(store), deadline](const RetryNotice& n) {
-    const Duration left = std::max(Duration::zero(), deadline - clock->monotonic());
-    logger->info("the store did not answer; trying again",
-                 {{"store", store},
-                  {"error", std::string(n.error)},
-                  {"attempt", std::to_string(n.attempt)},
-                  {"next_attempt_in", format_duration(n.pause)},
-                  {"give_up_in", format_duration(left)}});
-  });
+  return StartupBudget(*options.clock, options.startup_timeout,
+                       [logger = options.logger, clock = options.clock, store = std::move(store),
+                        deadline](const RetryNotice& n) {
+                         const Duration left =
+                             std::max(Duration::zero(), deadline - clock->monotonic());
+                         logger->info("the store did not answer; trying again",
+                                      {{"store", store},
+                                       {"error", std::string(n.error)},
+                                       {"attempt", std::to_string(n.attempt)},
+                                       {"next_attempt_in", format_duration(n.pause)},
+                                       {"give_up_in", format_duration(left)}});
+                       });
 }
 
 }  // namespace
@@ -415,7 +417,7 @@ Result<Capabilities> Guard::learn_capabilities(std::stop_token stop) {
   Clock& clock = *options_->clock;
   const StartupBudget* budget = StartupBudget::current();
   const MonoTime deadline =
-      budget ? budget->deadline() : clock.monotonic() + options_->startup_timeout;
+      clock.monotonic() + (budget ? budget->remaining() : options_->startup_timeout);
   Duration pause = std::chrono::milliseconds(250);
   for (bool told = false;; told = true) {
     Capabilities caps = store_->capabilities();

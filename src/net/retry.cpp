@@ -9,8 +9,9 @@ using std::chrono::milliseconds;
 Retry::Retry(const RetryPolicy& policy, Clock& clock, std::uint64_t seed)
     : clock_(clock),
       budget_(StartupBudget::current()),
-      deadline_(budget_ ? std::min(clock.monotonic() + policy.deadline, budget_->deadline())
-                        : clock.monotonic() + policy.deadline),
+      deadline_(clock.monotonic() + (budget_
+                                         ? std::min<Duration>(policy.deadline, budget_->remaining())
+                                         : policy.deadline)),
       max_backoff_(std::max(policy.max_backoff, milliseconds(1))),
       backoff_(std::clamp<Duration>(policy.initial_backoff, milliseconds(1), max_backoff_)),
       random_(seed) {}

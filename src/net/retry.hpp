@@ -4,9 +4,10 @@
 // free of any client library (src/net/CMakeLists.txt).
 //
 // A Retry lives for one operation (a store call and all its attempts). Its
-// deadline is fixed when it is made: now + policy.deadline, or the current
-// StartupBudget's deadline (instance/startup_budget.hpp) when that is
-// earlier, so a start-up budget bounds every store's retries. Each attempt
+// deadline is fixed when it is made: now + policy.deadline, or now + the
+// time the current StartupBudget has left (instance/startup_budget.hpp)
+// when that is less, so a start-up budget bounds every store's retries
+// whatever clock each runs on. Each attempt
 // asks begin_attempt() for its timeout; after a failure a retry may cure,
 // next_pause() gives the pause before the next attempt (half the current
 // backoff fixed, half drawn from a generator seeded by `seed`, so a seed

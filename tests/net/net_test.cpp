@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "instance/startup_budget.hpp"
 #include "instance/testing.hpp"
 #include "net/errors.hpp"
 #include "net/http.hpp"
@@ -182,6 +183,28 @@ TEST(NetRetry, LaterAttemptsGetTheTimeLeftBetweenFloorAndCap) {
   EXPECT_EQ(retry.remaining(), Duration::zero());
   EXPECT_EQ(retry.next_pause(), std::nullopt);
   EXPECT_EQ(retry.attempts(), 4);
+}
+
+// The guard's clock and a store's may differ (a test's fake clock beside
+// the system clock): the budget lends its time left, not a point in time.
+// Before, the store took the guard's deadline as a time on its own clock,
+// long past there: no retry at all (a chezdav reset failed a CI run so).
+TEST(NetRetry, AStartupBudgetOnAnotherClockLendsItsTimeLeft) {
+  FakeClock guard_clock;
+  FakeClock store_clock;
+  store_clock.advance(240h);  // far ahead of the guard's, as the system clock is
+  const StartupBudget budget(guard_clock, 5s, nullptr);
+  guard_clock.advance(1s);
+  EXPECT_EQ(budget.remaining(), 4s);
+  Retry retry({.initial_backoff = 50ms, .max_backoff = 2s, .deadline = 20s}, store_clock, 3);
+  EXPECT_EQ(retry.remaining(), 4s);
+  (void)retry.begin_attempt(1s);
+  EXPECT_TRUE(retry.next_pause().has_value());
+  guard_clock.advance(10s);
+  EXPECT_EQ(budget.remaining(), Duration::zero());
+  Retry late({.initial_backoff = 50ms, .max_backoff = 2s, .deadline = 20s}, store_clock, 3);
+  (void)late.begin_attempt(1s);
+  EXPECT_EQ(late.next_pause(), std::nullopt);  // the budget ran out: one attempt only
 }
 
 TEST(NetClient, AClosedPortIsATransportErrorARetryMayCure) {

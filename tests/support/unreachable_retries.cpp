@@ -62,7 +62,7 @@ TEST_P(UnreachableRetries, AStartupBudgetEndsTheChainAndHearsEveryRetry) {
   const Duration budget_length = 2s;
   Chain chain;
   {
-    const StartupBudget budget(clock->monotonic() + budget_length, [&](const RetryNotice& n) {
+    const StartupBudget budget(*clock, budget_length, [&](const RetryNotice& n) {
       notices.push_back({std::string(n.error), n.attempt, n.pause});
     });
     chain = get_through(*store, *clock);

@@ -59,7 +59,7 @@
 // (someone's remove_if holds it a moment), HTTP 425, 429 and 5xx but 501 and
 // 507, and transport errors are retried with exponential backoff and equal
 // jitter until retry_deadline (on `clock`), or the current StartupBudget's
-// deadline when earlier (instance/startup_budget.hpp); then
+// time left when less (instance/startup_budget.hpp); then
 // Errc::unavailable (or timeout).
 //
 // Secrets: the service account secret and every token (access token,

@@ -35,7 +35,7 @@
 // keep-alive connection, requests serialised). Transport failures and
 // gRPC Unavailable / DeadlineExceeded answers are retried with exponential
 // backoff and equal jitter until `retry_deadline` (on `clock`), or the
-// current StartupBudget's deadline when earlier (instance/startup_budget.hpp);
+// current StartupBudget's time left when less (instance/startup_budget.hpp);
 // then Errc::unavailable (or Errc::timeout). A write whose earlier attempt may have reached the
 // server is resolved on retry: a failed compare that our own earlier attempt explains (the key
 // holds exactly our bytes, or our lease) counts as success.

@@ -33,7 +33,7 @@
 // reset, server shutting down or starting up), or with a serialization
 // failure or deadlock, is retried with exponential backoff and equal jitter
 // until `retry_deadline` (on `clock`), or the current StartupBudget's
-// deadline when earlier (instance/startup_budget.hpp); a later attempt's
+// time left when less (instance/startup_budget.hpp); a later attempt's
 // connect and statement wait at most the time left. Then Errc::unavailable
 // (Errc::timeout when the last attempt timed out), naming the redacted
 // endpoint. Writes carry a

@@ -38,7 +38,7 @@
 // Retries: a lost or refused connection, a timeout and the replies LOADING,
 // BUSY, TRYAGAIN and MASTERDOWN are retried with a fresh connection and
 // exponential backoff (equal jitter) until `retry_deadline` (on `clock`), or
-// the current StartupBudget's deadline when earlier
+// the current StartupBudget's time left when less
 // (instance/startup_budget.hpp), runs out; a later attempt's socket timeouts
 // are at most the time left. Then Errc::unavailable (Errc::timeout when the
 // last attempt timed out), with a message saying what to check. A write whose earlier attempt may

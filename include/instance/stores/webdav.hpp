@@ -23,7 +23,7 @@
 //
 // Retries: transport errors, 5xx (but 501/505/507) and 425 Too Early are
 // retried with exponential backoff and equal jitter until `retry_deadline`
-// (on `clock`), or the current StartupBudget's deadline when earlier
+// (on `clock`), or the current StartupBudget's time left when less
 // (instance/startup_budget.hpp), runs out; then Errc::unavailable (or
 // Errc::timeout when the last attempt timed out). A write whose first attempt may have reached the
 // server is resolved on retry (a 412 or 404 that our own earlier attempt
