@@ -31,8 +31,8 @@ void Cs3Store::prepare(grpc::ClientContext& context, const std::string& token) c
   if (!token.empty()) context.AddMetadata("x-access-token", token);
 }
 
-std::unexpected<Failure> Cs3Store::transport_failure(std::string_view method,
-                                                     const grpc::Status& status) {
+std::unexpected<AttemptError> Cs3Store::transport_failure(std::string_view method,
+                                                          const grpc::Status& status) {
   const auto code = status.error_code();
   std::string message = std::string(method) + ": no answer from the gateway (gRPC " +
                         std::string(grpc_code_name(code)) + ": " +
@@ -40,12 +40,13 @@ std::unexpected<Failure> Cs3Store::transport_failure(std::string_view method,
   if (code == grpc::StatusCode::UNAVAILABLE && options_.tls) {
     message += "; with TLS, check the CA (--ca-file) and the host name";
   }
-  return failure(map_grpc_status(code), std::move(message), retryable_grpc(code),
-                 code != grpc::StatusCode::UNAVAILABLE);
+  return attempt_error(map_grpc_status(code), std::move(message), retryable_grpc(code),
+                       code != grpc::StatusCode::UNAVAILABLE);
 }
 
-std::unexpected<Failure> Cs3Store::status_failure(std::string_view method,
-                                                  const rpc::Status& status, bool retry_locked) {
+std::unexpected<AttemptError> Cs3Store::status_failure(std::string_view method,
+                                                       const rpc::Status& status,
+                                                       bool retry_locked) {
   const auto code = status.code();
   std::string message = std::string(method) + " answered " + std::string(code_name(code));
   if (!status.message().empty()) message += " (" + printable(status.message()) + ")";
@@ -55,10 +56,10 @@ std::unexpected<Failure> Cs3Store::status_failure(std::string_view method,
     message += "; the space is full or over quota";
   }
   const bool retry = retryable_cs3(code) || (retry_locked && code == rpc::CODE_LOCKED);
-  return failure(map_cs3_code(code), std::move(message), retry);
+  return attempt_error(map_cs3_code(code), std::move(message), retry);
 }
 
-Try<Session> Cs3Store::session() {
+Attempt<Session> Cs3Store::session() {
   std::lock_guard lock(session_mu_);
   if (token_.empty()) {
     auto token = authenticate_locked();
@@ -84,7 +85,7 @@ void Cs3Store::forget_token(const std::string& token) {
                          {{"store", where_}});
 }
 
-Try<std::string> Cs3Store::authenticate_locked() {
+Attempt<std::string> Cs3Store::authenticate_locked() {
   gw::AuthenticateRequest request;
   request.set_type("serviceaccounts");
   request.set_client_id(options_.client_id);
@@ -102,23 +103,24 @@ Try<std::string> Cs3Store::authenticate_locked() {
     // The server's message is left out: it is about our credentials.
     if (code == rpc::CODE_PERMISSION_DENIED || code == rpc::CODE_UNAUTHENTICATED ||
         code == rpc::CODE_NOT_FOUND || code == rpc::CODE_INTERNAL) {
-      return failure(Errc::permission,
-                     "the gateway refused the service account " + printable(options_.client_id) +
-                         " (Authenticate answered " + std::string(code_name(code)) +
-                         "); check its id and secret (--user and --password-file, or "
-                         "INSTANCE_GUARD_CS3_ID and INSTANCE_GUARD_CS3_SECRET_FILE)");
+      return attempt_error(Errc::permission,
+                           "the gateway refused the service account " +
+                               printable(options_.client_id) + " (Authenticate answered " +
+                               std::string(code_name(code)) +
+                               "); check its id and secret (--user and --password-file, or "
+                               "INSTANCE_GUARD_CS3_ID and INSTANCE_GUARD_CS3_SECRET_FILE)");
     }
     return status_failure("Authenticate", response.status());
   }
   if (!usable_token(response.token())) {
-    return failure(Errc::malformed, "Authenticate returned no usable token");
+    return attempt_error(Errc::malformed, "Authenticate returned no usable token");
   }
   options_.logger->debug("authenticated with the gateway",
                          {{"store", where_}, {"service_account", printable(options_.client_id)}});
   return response.token();
 }
 
-Try<sp::ResourceId> Cs3Store::find_space_locked(const std::string& token) {
+Attempt<sp::ResourceId> Cs3Store::find_space_locked(const std::string& token) {
   sp::ListStorageSpacesRequest request;
   auto* filter = request.add_filters();
   filter->set_type(sp::ListStorageSpacesRequest::Filter::TYPE_ID);
@@ -133,8 +135,8 @@ Try<sp::ResourceId> Cs3Store::find_space_locked(const std::string& token) {
     return status_failure("ListStorageSpaces", response.status());
   }
   if (response.storage_spaces_size() == 0) {
-    return failure(Errc::not_found, "no space with id " + printable(options_.space_id) +
-                                        " (or the service account cannot see it)");
+    return attempt_error(Errc::not_found, "no space with id " + printable(options_.space_id) +
+                                              " (or the service account cannot see it)");
   }
   const auto& space = response.storage_spaces(0);
   if (!options_.allow_user_space) {
@@ -155,13 +157,14 @@ Try<sp::ResourceId> Cs3Store::find_space_locked(const std::string& token) {
   return root;
 }
 
-Try<void> Cs3Store::check_space_locked(const std::string& token, const sp::StorageSpace& space) {
+Attempt<void> Cs3Store::check_space_locked(const std::string& token,
+                                           const sp::StorageSpace& space) {
   const std::string hint =
       ": end users could change or delete the guard's records. Use a space only the service "
       "account can reach, or add ?allow-user-space=1 to the store URL to accept this one";
   if (space.space_type() == "personal") {
-    return failure(Errc::invalid,
-                   "space " + printable(options_.space_id) + " is a personal space" + hint);
+    return attempt_error(Errc::invalid,
+                         "space " + printable(options_.space_id) + " is a personal space" + hint);
   }
   sp::ListGrantsRequest request;
   *request.mutable_ref()->mutable_resource_id() = space.root();
@@ -173,10 +176,10 @@ Try<void> Cs3Store::check_space_locked(const std::string& token, const sp::Stora
   const grpc::Status status = stub_->ListGrants(&context, request, &response);
   if (!status.ok()) return transport_failure("ListGrants", status);
   if (response.status().code() != rpc::CODE_OK) {
-    return failure(Errc::invalid, "cannot tell who can reach space " +
-                                      printable(options_.space_id) + " (ListGrants answered " +
-                                      std::string(code_name(response.status().code())) + ")" +
-                                      hint);
+    return attempt_error(Errc::invalid,
+                         "cannot tell who can reach space " + printable(options_.space_id) +
+                             " (ListGrants answered " +
+                             std::string(code_name(response.status().code())) + ")" + hint);
   }
   std::vector<std::string> others;
   for (const auto& grant : response.grants()) {
@@ -195,10 +198,10 @@ Try<void> Cs3Store::check_space_locked(const std::string& token, const sp::Stora
       names += (i ? ", " : "") + others[i];
     }
     if (others.size() > 5) names += ", ...";
-    return failure(Errc::invalid, "space " + printable(options_.space_id) + " has " +
-                                      std::to_string(others.size()) +
-                                      " member(s) besides the service account (" + names + ")" +
-                                      hint);
+    return attempt_error(Errc::invalid, "space " + printable(options_.space_id) + " has " +
+                                            std::to_string(others.size()) +
+                                            " member(s) besides the service account (" + names +
+                                            ")" + hint);
   }
   return {};
 }

@@ -70,19 +70,20 @@ std::string Cs3Store::etag_of(const net::Response& r) {
   return etag.empty() ? r.header("OC-ETag") : etag;
 }
 
-Failure Cs3Store::http_failure(const net::Response& r, const std::string& token) {
+AttemptError Cs3Store::http_failure(const net::Response& r, const std::string& token) {
   if (r.transport_ok() && r.status == 401) {
     forget_token(token);  // expired between the call and the transfer
-    return Failure{Error{Errc::permission, "the data gateway refused our token (HTTP 401)"}, true};
+    return AttemptError{Error{Errc::permission, "the data gateway refused our token (HTTP 401)"},
+                        true};
   }
   Error error = net::make_error("the data gateway", r);
   if (r.transport_ok() && r.status == 403) error.message += " (the transfer token was refused)";
-  return Failure{std::move(error), net::is_retryable(r), net::may_have_applied(r)};
+  return AttemptError{std::move(error), net::is_retryable(r), net::may_have_applied(r)};
 }
 
 // ------------------------------------------------------------------ reads
 
-Try<std::optional<Document>> Cs3Store::fetch(const std::string& path) {
+Attempt<std::optional<Document>> Cs3Store::fetch(const std::string& path) {
   Session used;
   auto init = call<gw::InitiateFileDownloadResponse>(
       "InitiateFileDownload", [&](auto& stub, auto* context, auto* response, const Session& s) {
@@ -98,7 +99,8 @@ Try<std::optional<Document>> Cs3Store::fetch(const std::string& path) {
   }
   const auto* protocol = pick(init->protocols(), {"spaces", "simple"});
   if (protocol == nullptr || !usable_header_value(protocol->token())) {
-    return failure(Errc::malformed, "InitiateFileDownload offered no usable download endpoint");
+    return attempt_error(Errc::malformed,
+                         "InitiateFileDownload offered no usable download endpoint");
   }
   net::Response r = transfer(false, protocol->download_endpoint(), protocol->token(), used.token,
                              {}, kMaxDocumentSize);
@@ -109,10 +111,10 @@ Try<std::optional<Document>> Cs3Store::fetch(const std::string& path) {
 
 Result<Document> Cs3Store::get(const Key& key) {
   if (auto ok = check_key("get", key); !ok) return std::unexpected(ok.error());
-  return with_retries<Document>("get", key, [&](bool) -> Try<Document> {
+  return with_retries<Document>("get", key, [&](bool) -> Attempt<Document> {
     auto doc = fetch(path_of(key));
     if (!doc) return std::unexpected(std::move(doc.error()));
-    if (!*doc) return failure(Errc::not_found, "not found");
+    if (!*doc) return attempt_error(Errc::not_found, "not found");
     if ((*doc)->version.empty()) {
       // No ETag on the transfer: ask Stat (a write in between shows as a
       // version that never matches the bytes, so a CAS with it fails).
@@ -128,8 +130,8 @@ Result<Document> Cs3Store::get(const Key& key) {
   });
 }
 
-Try<std::optional<std::string>> Cs3Store::version_if_ours(const std::string& path,
-                                                          std::string_view data) {
+Attempt<std::optional<std::string>> Cs3Store::version_if_ours(const std::string& path,
+                                                              std::string_view data) {
   auto doc = fetch(path);
   if (!doc) return std::unexpected(std::move(doc.error()));
   if (!*doc || (*doc)->data != data) return std::optional<std::string>{};
@@ -139,7 +141,7 @@ Try<std::optional<std::string>> Cs3Store::version_if_ours(const std::string& pat
 
 // ------------------------------------------------------------------ writes
 
-Try<void> Cs3Store::make_parents(const std::string& path) {
+Attempt<void> Cs3Store::make_parents(const std::string& path) {
   // Every folder from the store's folder down to path's parent.
   std::vector<std::string> folders;
   for (std::string p = parent_of(path); !p.empty(); p = parent_of(p)) folders.push_back(p);
@@ -159,7 +161,7 @@ Try<void> Cs3Store::make_parents(const std::string& path) {
   return {};
 }
 
-Try<std::string> Cs3Store::touch(const std::string& path, bool absent_only) {
+Attempt<std::string> Cs3Store::touch(const std::string& path, bool absent_only) {
   for (int round = 0; round < 2; ++round) {
     auto touched = call<sp::TouchFileResponse>(
         "TouchFile", [&](auto& stub, auto* c, auto* resp, const Session& s) {
@@ -179,7 +181,7 @@ Try<std::string> Cs3Store::touch(const std::string& path, bool absent_only) {
     if (!version) return std::unexpected(std::move(version.error()));
     return version->value_or(std::string(kSupersededVersion));
   }
-  return failure(Errc::invalid, "TouchFile: the parent folder cannot be made");
+  return attempt_error(Errc::invalid, "TouchFile: the parent folder cannot be made");
 }
 
 Result<std::string> Cs3Store::write(std::string_view op, const Key& key, std::string_view data,
@@ -206,10 +208,10 @@ Result<std::string> Cs3Store::write(std::string_view op, const Key& key, std::st
   });
 }
 
-Try<std::string> Cs3Store::write_once(const std::string& path, std::string_view data,
-                                      Condition condition, bool maybe_applied_before) {
+Attempt<std::string> Cs3Store::write_once(const std::string& path, std::string_view data,
+                                          Condition condition, bool maybe_applied_before) {
   // A refusal our own earlier, lost attempt explains is a success.
-  auto ours_after_all = [&](Failure refused) -> Try<std::string> {
+  auto ours_after_all = [&](AttemptError refused) -> Attempt<std::string> {
     if (maybe_applied_before) {
       auto version = version_if_ours(path, data);
       if (version && *version) return **version;
@@ -242,22 +244,23 @@ Try<std::string> Cs3Store::write_once(const std::string& path, std::string_view 
       continue;
     }
     if (code == rpc::CODE_FAILED_PRECONDITION) {
-      return failure(Errc::invalid,
-                     "InitiateFileUpload answered CODE_FAILED_PRECONDITION: the key "
-                     "is a folder, or its folder cannot be made");
+      return attempt_error(Errc::invalid,
+                           "InitiateFileUpload answered CODE_FAILED_PRECONDITION: the key "
+                           "is a folder, or its folder cannot be made");
     }
     if (code == rpc::CODE_ALREADY_EXISTS) {
-      return ours_after_all(Failure{Error{Errc::already_exists, "the document exists"}});
+      return ours_after_all(AttemptError{Error{Errc::already_exists, "the document exists"}});
     }
     if (code == rpc::CODE_ABORTED && condition.kind == Condition::match) {
       return ours_after_all(
-          Failure{Error{Errc::conflict, "the version does not match (CODE_ABORTED)"}});
+          AttemptError{Error{Errc::conflict, "the version does not match (CODE_ABORTED)"}});
     }
     return status_failure("InitiateFileUpload", init.status(), true);
   }
   const auto* protocol = pick(init.protocols(), {"simple"});
   if (protocol == nullptr || !usable_header_value(protocol->token())) {
-    return failure(Errc::unsupported, "InitiateFileUpload offered no \"simple\" upload endpoint");
+    return attempt_error(Errc::unsupported,
+                         "InitiateFileUpload offered no \"simple\" upload endpoint");
   }
   net::Response r =
       transfer(true, protocol->upload_endpoint(), protocol->token(), used.token, data, 64 * 1024);
@@ -270,17 +273,17 @@ Try<std::string> Cs3Store::write_once(const std::string& path, std::string_view 
   if (r.transport_ok() && r.status == 412) {
     switch (condition.kind) {
       case Condition::absent:
-        return ours_after_all(Failure{
+        return ours_after_all(AttemptError{
             Error{Errc::already_exists, "another writer created the document first (HTTP 412)"}});
       case Condition::match:
-        return ours_after_all(Failure{
+        return ours_after_all(AttemptError{
             Error{Errc::conflict, "the version changed before the upload ended (HTTP 412)"}});
       case Condition::none:  // a creator raced us: initiate again, as an overwrite
-        return failure(Errc::conflict, "a concurrent creator won (HTTP 412)", true);
+        return attempt_error(Errc::conflict, "a concurrent creator won (HTTP 412)", true);
     }
   }
   if (r.transport_ok() && r.status == 423) {
-    return failure(Errc::locked, "the document is locked (HTTP 423)", true);
+    return attempt_error(Errc::locked, "the document is locked (HTTP 423)", true);
   }
   return std::unexpected(http_failure(r, used.token));
 }
@@ -293,8 +296,8 @@ Result<std::string> Cs3Store::replace_if(const Key& key, std::string_view data,
   return write("conditional replace", key, data, {Condition::match, version});
 }
 
-Try<void> Cs3Store::remove_path(const std::string& path, std::string_view lock_id,
-                                bool maybe_applied_before) {
+Attempt<void> Cs3Store::remove_path(const std::string& path, std::string_view lock_id,
+                                    bool maybe_applied_before) {
   auto deleted =
       call<sp::DeleteResponse>("Delete", [&](auto& stub, auto* c, auto* resp, const Session& s) {
         sp::DeleteRequest request;
@@ -307,7 +310,7 @@ Try<void> Cs3Store::remove_path(const std::string& path, std::string_view lock_i
   if (code == rpc::CODE_OK) return {};
   if (code == rpc::CODE_NOT_FOUND) {
     if (maybe_applied_before) return {};
-    return failure(Errc::not_found, "not found");
+    return attempt_error(Errc::not_found, "not found");
   }
   return status_failure("Delete", deleted->status(), lock_id.empty());
 }
@@ -321,11 +324,11 @@ Result<void> Cs3Store::remove(const Key& key) {
 
 // ------------------------------------------------------------------ listing
 
-Try<void> Cs3Store::list_folder(const std::string& folder_path, const Key& folder, bool top,
-                                std::size_t depth, std::vector<Key>& out) {
+Attempt<void> Cs3Store::list_folder(const std::string& folder_path, const Key& folder, bool top,
+                                    std::size_t depth, std::vector<Key>& out) {
   if (depth > kMaxListingDepth) {
-    return failure(Errc::malformed,
-                   "folders nested deeper than " + std::to_string(kMaxListingDepth) + " levels");
+    return attempt_error(Errc::malformed, "folders nested deeper than " +
+                                              std::to_string(kMaxListingDepth) + " levels");
   }
   std::string page_token;
   do {
@@ -351,8 +354,9 @@ Try<void> Cs3Store::list_folder(const std::string& folder_path, const Key& folde
       // is a record to judge, as the original judges it.
       auto as_key = Key::from_listing(folder.empty() ? name : folder.str() + "/" + name);
       if (!as_key || name.find('/') != std::string::npos) {
-        return failure(Errc::malformed, "the listing names an entry that cannot be a key: \"" +
-                                            name.substr(0, 64) + "\"");
+        return attempt_error(
+            Errc::malformed,
+            "the listing names an entry that cannot be a key: \"" + name.substr(0, 64) + "\"");
       }
       const Key child = std::move(*as_key);
       if (info.type() == sp::RESOURCE_TYPE_CONTAINER) {
@@ -369,7 +373,7 @@ Try<void> Cs3Store::list_folder(const std::string& folder_path, const Key& folde
 }
 
 Result<std::vector<Key>> Cs3Store::list(const Key& prefix) {
-  return with_retries<std::vector<Key>>("list", prefix, [&](bool) -> Try<std::vector<Key>> {
+  return with_retries<std::vector<Key>>("list", prefix, [&](bool) -> Attempt<std::vector<Key>> {
     std::vector<Key> out;
     if (auto r = list_folder(path_of(prefix), prefix, true, 0, out); !r) {
       return std::unexpected(std::move(r.error()));

@@ -24,10 +24,10 @@
 #include "errors.hpp"
 #include "instance/credentials.hpp"  // printable
 #include "instance/stores/cs3.hpp"
+#include "net/attempts.hpp"
 #include "net/errors.hpp"
 #include "net/http.hpp"
 #include "net/http_date.hpp"
-#include "net/retry.hpp"
 
 namespace instance::cs3 {
 
@@ -43,21 +43,11 @@ inline constexpr std::size_t kMaxListingDepth = 32;
 // before we could learn its etag: a conditional write with it always fails.
 inline constexpr std::string_view kSupersededVersion = "\"instance-guard:superseded\"";
 
-// One attempt's failure: the error (its message says what happened, without
-// the operation, key or endpoint, which the retry loop adds), whether a
-// retry may cure it, and whether the attempt may have changed the server.
-struct Failure {
-  Error error;
-  bool retry = false;
-  bool maybe_applied = false;
-};
-template <class T>
-using Try = std::expected<T, Failure>;
-
-inline std::unexpected<Failure> failure(Errc code, std::string message, bool retry = false,
-                                        bool maybe_applied = false) {
-  return std::unexpected(Failure{Error{code, std::move(message)}, retry, maybe_applied});
-}
+// One attempt's failure (net::AttemptError): its message says what
+// happened, without the operation, key or endpoint, which with_retries adds.
+using net::Attempt;
+using net::attempt_error;
+using net::AttemptError;
 
 // What every call needs: the access token and the space root.
 struct Session {
@@ -116,21 +106,22 @@ class Cs3Store final : public Store {
  private:
   // ---- gateway.cpp
   // Authenticates and finds (and checks) the space, once; later calls reuse it.
-  Try<Session> session();
+  Attempt<Session> session();
   // Drops `token` (expired): the next session() authenticates again.
   void forget_token(const std::string& token);
-  Try<std::string> authenticate_locked();
-  Try<sp::ResourceId> find_space_locked(const std::string& token);
-  Try<void> check_space_locked(const std::string& token, const sp::StorageSpace& space);
+  Attempt<std::string> authenticate_locked();
+  Attempt<sp::ResourceId> find_space_locked(const std::string& token);
+  Attempt<void> check_space_locked(const std::string& token, const sp::StorageSpace& space);
   void prepare(grpc::ClientContext& context, const std::string& token) const;
-  std::unexpected<Failure> transport_failure(std::string_view method, const grpc::Status& status);
+  std::unexpected<AttemptError> transport_failure(std::string_view method,
+                                                  const grpc::Status& status);
 
   // One gateway call with the session's token, authenticating again once
   // when the gateway answers CODE_UNAUTHENTICATED. `fn(stub, context,
-  // response, session)` sends it. Transport failures become a Failure; a
+  // response, session)` sends it. Transport failures become an AttemptError; a
   // CS3 status other than OK is the caller's to read.
   template <class Response, class Fn>
-  Try<Response> call(std::string_view method, Fn&& fn) {
+  Attempt<Response> call(std::string_view method, Fn&& fn) {
     for (int round = 0;; ++round) {
       auto s = session();
       if (!s) return std::unexpected(std::move(s.error()));
@@ -148,42 +139,41 @@ class Cs3Store final : public Store {
     }
   }
   // The failure for a CS3 status other than OK.
-  static std::unexpected<Failure> status_failure(std::string_view method, const rpc::Status& status,
-                                                 bool retry_locked = false);
+  static std::unexpected<AttemptError> status_failure(std::string_view method,
+                                                      const rpc::Status& status,
+                                                      bool retry_locked = false);
 
   // Runs `attempt(maybe_applied_before)` until it succeeds, fails for good,
   // or retry_deadline passes; the error names op, key and endpoint.
-  template <class T, class Attempt>
-  Result<T> with_retries(std::string_view op, const Key& key, Attempt&& attempt) {
+  template <class T, class Fn>
+  Result<T> with_retries(std::string_view op, const Key& key, Fn&& attempt) {
     const StoreTimeouts timeouts = timeouts_.get();
-    net::Retry retry({.initial_backoff = options_.initial_backoff,
-                      .max_backoff = options_.max_backoff,
-                      .deadline = timeouts.retry_deadline},
-                     *options_.clock, net::random_seed());
-    bool maybe_applied = false;
-    while (true) {
-      (void)retry.begin_attempt(timeouts.request_timeout);
-      Try<T> r = attempt(maybe_applied);
-      if (r) {
-        if constexpr (std::is_void_v<T>) {
-          return {};
-        } else {
-          return std::move(*r);
-        }
+    const net::Attempts how{.retry = {.initial_backoff = options_.initial_backoff,
+                                      .max_backoff = options_.max_backoff,
+                                      .deadline = timeouts.retry_deadline},
+                            .request_timeout = timeouts.request_timeout};
+    const std::string at = what(op, key) + " at " + where_ + ": ";
+    auto done = net::run_until_done(
+        how, *options_.clock,
+        [&](const net::AttemptInfo& info) -> Attempt<T> {
+          Attempt<T> r = attempt(info.may_have_applied_before);
+          if (!r) r.error().error.message = at + r.error().error.message;
+          return r;
+        },
+        [&](const net::AttemptInfo&, std::string_view, Duration) {
+          if (options_.stats) ++options_.stats->retries;
+        });
+    if (done.result) {
+      if constexpr (std::is_void_v<T>) {
+        return {};
+      } else {
+        return std::move(*done.result);
       }
-      Failure& f = r.error();
-      maybe_applied = maybe_applied || f.maybe_applied;
-      const auto pause = f.retry ? retry.next_pause() : std::nullopt;
-      if (!pause) {
-        std::string message = what(op, key) + " at " + where_ + ": " + f.error.message;
-        if (retry.attempts() > 1) {
-          message += " (after " + std::to_string(retry.attempts()) + " attempts)";
-        }
-        return std::unexpected(Error{f.error.code, std::move(message)});
-      }
-      if (options_.stats) ++options_.stats->retries;
-      retry.wait(*pause, what(op, key) + " at " + where_ + ": " + f.error.message);
     }
+    Error& error = done.result.error().error;
+    if (done.attempts > 1)
+      error.message += " (after " + std::to_string(done.attempts) + " attempts)";
+    return std::unexpected(std::move(error));
   }
   // The gateway clock check of a reply to a transfer sent at `sent_at`.
   void check_date(const std::string& date, WallTime sent_at);
@@ -195,28 +185,29 @@ class Cs3Store final : public Store {
   // ---- store.cpp
   Result<std::string> write(std::string_view op, const Key& key, std::string_view data,
                             Condition condition);
-  Try<std::string> write_once(const std::string& path, std::string_view data, Condition condition,
-                              bool maybe_applied_before);
-  Try<std::string> touch(const std::string& path, bool absent_only);
+  Attempt<std::string> write_once(const std::string& path, std::string_view data,
+                                  Condition condition, bool maybe_applied_before);
+  Attempt<std::string> touch(const std::string& path, bool absent_only);
   // InitiateFileDownload + GET of `path`; nullopt when absent.
-  Try<std::optional<Document>> fetch(const std::string& path);
+  Attempt<std::optional<Document>> fetch(const std::string& path);
   // Reads `path` back after a write that answered without an etag (or whose
   // answer was lost): the version when the bytes are still ours.
-  Try<std::optional<std::string>> version_if_ours(const std::string& path, std::string_view data);
+  Attempt<std::optional<std::string>> version_if_ours(const std::string& path,
+                                                      std::string_view data);
   // CreateContainer for every folder from the store's folder down to the
   // parent of `path` (existing ones are fine).
-  Try<void> make_parents(const std::string& path);
-  Try<void> list_folder(const std::string& folder_path, const Key& folder, bool top,
-                        std::size_t depth, std::vector<Key>& out);
-  Try<void> remove_path(const std::string& path, std::string_view lock_id,
-                        bool maybe_applied_before);
+  Attempt<void> make_parents(const std::string& path);
+  Attempt<void> list_folder(const std::string& folder_path, const Key& folder, bool top,
+                            std::size_t depth, std::vector<Key>& out);
+  Attempt<void> remove_path(const std::string& path, std::string_view lock_id,
+                            bool maybe_applied_before);
   // The probed capabilities (cached once known); the probe's error when the
   // gateway cannot be asked.
   Result<Capabilities> probed();
   Result<Capabilities> probe_locked();
   Result<void> require_conditional_writes(std::string_view op, const Key& key);
   Result<void> require_native_lease(std::string_view op, const Key& key);
-  Failure http_failure(const net::Response& response, const std::string& token);
+  AttemptError http_failure(const net::Response& response, const std::string& token);
   // The ETag header of a transfer, or OC-ETag when there is none.
   static std::string etag_of(const net::Response& response);
   // One transfer on the data gateway: GET `url`, or PUT `body` when `put`,
@@ -227,10 +218,10 @@ class Cs3Store final : public Store {
                          std::size_t max_body);
 
   // ---- store_lock.cpp
-  Try<std::string> set_lock(const std::string& path, std::string_view lock_id, Duration ttl,
-                            std::string_view owner);
-  Try<void> release_lock(const std::string& path, std::string_view lock_id);
-  Try<void> ensure_lock_resource(const std::string& path);
+  Attempt<std::string> set_lock(const std::string& path, std::string_view lock_id, Duration ttl,
+                                std::string_view owner);
+  Attempt<void> release_lock(const std::string& path, std::string_view lock_id);
+  Attempt<void> ensure_lock_resource(const std::string& path);
   // SetLock on the probe's scratch document, a second SetLock must be refused.
   bool probe_lock(const std::string& path);
 

@@ -36,7 +36,7 @@ bool plausible_token(std::string_view token) {
 
 }  // namespace
 
-Try<void> Cs3Store::ensure_lock_resource(const std::string& path) {
+Attempt<void> Cs3Store::ensure_lock_resource(const std::string& path) {
   {
     std::lock_guard lock(lock_resources_mu_);
     if (lock_resources_.contains(path)) return {};
@@ -48,8 +48,8 @@ Try<void> Cs3Store::ensure_lock_resource(const std::string& path) {
   return {};
 }
 
-Try<std::string> Cs3Store::set_lock(const std::string& path, std::string_view lock_id, Duration ttl,
-                                    std::string_view owner) {
+Attempt<std::string> Cs3Store::set_lock(const std::string& path, std::string_view lock_id,
+                                        Duration ttl, std::string_view owner) {
   auto set =
       call<sp::SetLockResponse>("SetLock", [&](auto& stub, auto* c, auto* resp, const Session& s) {
         sp::SetLockRequest request;
@@ -61,13 +61,13 @@ Try<std::string> Cs3Store::set_lock(const std::string& path, std::string_view lo
   const auto code = set->status().code();
   if (code == rpc::CODE_OK) return std::string(lock_id);
   if (code == rpc::CODE_FAILED_PRECONDITION || code == rpc::CODE_LOCKED) {
-    return failure(Errc::locked, "someone else holds the lock (SetLock answered " +
-                                     std::string(code_name(code)) + ")");
+    return attempt_error(Errc::locked, "someone else holds the lock (SetLock answered " +
+                                           std::string(code_name(code)) + ")");
   }
   return status_failure("SetLock", set->status());
 }
 
-Try<void> Cs3Store::release_lock(const std::string& path, std::string_view lock_id) {
+Attempt<void> Cs3Store::release_lock(const std::string& path, std::string_view lock_id) {
   auto unlocked =
       call<sp::UnlockResponse>("Unlock", [&](auto& stub, auto* c, auto* resp, const Session& s) {
         sp::UnlockRequest request;
@@ -83,8 +83,8 @@ Try<void> Cs3Store::release_lock(const std::string& path, std::string_view lock_
   // reva: no lock -> ABORTED, another id -> LOCKED (docs/cs3.md, "Locks").
   if (code == rpc::CODE_ABORTED || code == rpc::CODE_LOCKED ||
       code == rpc::CODE_FAILED_PRECONDITION || code == rpc::CODE_NOT_FOUND) {
-    return failure(Errc::not_found, "the lock is already gone (Unlock answered " +
-                                        std::string(code_name(code)) + ")");
+    return attempt_error(Errc::not_found, "the lock is already gone (Unlock answered " +
+                                              std::string(code_name(code)) + ")");
   }
   return status_failure("Unlock", unlocked->status());
 }
@@ -95,27 +95,29 @@ Result<std::string> Cs3Store::lock(const Key& key, Duration ttl, std::string_vie
   if (ttl < std::chrono::seconds(1)) ttl = std::chrono::seconds(1);
   const std::string path = lock_path_of(key);
   const std::string id = "urn:uuid:" + random_hex(16);
-  return with_retries<std::string>("lock", key, [&](bool maybe_applied_before) -> Try<std::string> {
-    if (auto made = ensure_lock_resource(path); !made) return std::unexpected(made.error());
-    auto token = set_lock(path, id, ttl, owner);
-    if (token || token.error().error.code != Errc::locked || !maybe_applied_before) {
-      if (!token && token.error().error.code == Errc::not_found) {
-        std::lock_guard lock(lock_resources_mu_);  // someone deleted it: make it again
-        lock_resources_.erase(path);
-        token.error().retry = true;
-      }
-      return token;
-    }
-    // Our own earlier SetLock may have won with its answer lost: ask.
-    auto held = call<sp::GetLockResponse>("GetLock",
-                                          [&](auto& stub, auto* c, auto* resp, const Session& s) {
-                                            sp::GetLockRequest request;
-                                            *request.mutable_ref() = ref(s, path);
-                                            return stub.GetLock(c, request, resp);
-                                          });
-    if (held && held->status().code() == rpc::CODE_OK && held->lock().lock_id() == id) return id;
-    return token;
-  });
+  return with_retries<std::string>(
+      "lock", key, [&](bool maybe_applied_before) -> Attempt<std::string> {
+        if (auto made = ensure_lock_resource(path); !made) return std::unexpected(made.error());
+        auto token = set_lock(path, id, ttl, owner);
+        if (token || token.error().error.code != Errc::locked || !maybe_applied_before) {
+          if (!token && token.error().error.code == Errc::not_found) {
+            std::lock_guard lock(lock_resources_mu_);  // someone deleted it: make it again
+            lock_resources_.erase(path);
+            token.error().retryable = true;
+          }
+          return token;
+        }
+        // Our own earlier SetLock may have won with its answer lost: ask.
+        auto held = call<sp::GetLockResponse>(
+            "GetLock", [&](auto& stub, auto* c, auto* resp, const Session& s) {
+              sp::GetLockRequest request;
+              *request.mutable_ref() = ref(s, path);
+              return stub.GetLock(c, request, resp);
+            });
+        if (held && held->status().code() == rpc::CODE_OK && held->lock().lock_id() == id)
+          return id;
+        return token;
+      });
 }
 
 Result<void> Cs3Store::refresh_lock(const Key& key, std::string_view token, Duration ttl) {
@@ -126,7 +128,7 @@ Result<void> Cs3Store::refresh_lock(const Key& key, std::string_view token, Dura
   }
   if (ttl < std::chrono::seconds(1)) ttl = std::chrono::seconds(1);
   const std::string path = lock_path_of(key);
-  return with_retries<void>("refresh lock", key, [&](bool) -> Try<void> {
+  return with_retries<void>("refresh lock", key, [&](bool) -> Attempt<void> {
     auto refreshed = call<sp::RefreshLockResponse>(
         "RefreshLock", [&](auto& stub, auto* c, auto* resp, const Session& s) {
           sp::RefreshLockRequest request;
@@ -140,11 +142,11 @@ Result<void> Cs3Store::refresh_lock(const Key& key, std::string_view token, Dura
         return {};
       case rpc::CODE_FAILED_PRECONDITION:
       case rpc::CODE_NOT_FOUND:
-        return failure(Errc::not_found, "our lock is gone (expired on the server's clock)");
+        return attempt_error(Errc::not_found, "our lock is gone (expired on the server's clock)");
       case rpc::CODE_ABORTED:
-        return failure(Errc::conflict, "another holder has the lock now");
+        return attempt_error(Errc::conflict, "another holder has the lock now");
       case rpc::CODE_LOCKED:
-        return failure(Errc::locked, "another holder has the lock now");
+        return attempt_error(Errc::locked, "another holder has the lock now");
       default:
         return status_failure("RefreshLock", refreshed->status());
     }
@@ -158,7 +160,7 @@ Result<void> Cs3Store::unlock(const Key& key, std::string_view token) {
                 what("unlock", key) + " at " + where_ + ": not a lock token this store hands out");
   }
   const std::string path = lock_path_of(key);
-  return with_retries<void>("unlock", key, [&](bool maybe_applied_before) -> Try<void> {
+  return with_retries<void>("unlock", key, [&](bool maybe_applied_before) -> Attempt<void> {
     auto released = release_lock(path, token);
     if (!released && released.error().error.code == Errc::not_found && maybe_applied_before) {
       return {};
@@ -175,40 +177,41 @@ Result<void> Cs3Store::remove_if(const Key& key, std::string_view version) {
                                     ": the version given is not one this store hands out");
   }
   const std::string path = path_of(key);
-  return with_retries<void>("conditional remove", key, [&](bool maybe_applied_before) -> Try<void> {
-    // Lock the document: every other write of it is refused until we are done.
-    const std::string id = "urn:uuid:" + random_hex(16);
-    auto locked = set_lock(path, id, kRemoveLockTtl, "");
-    if (!locked) {
-      Failure f = std::move(locked.error());
-      if (f.error.code == Errc::not_found) {
-        if (maybe_applied_before) return {};  // our lost Delete did it
-        f.error.message = "not found";
-      }
-      if (f.error.code == Errc::locked) f.retry = true;  // another remove_if, briefly
-      return std::unexpected(std::move(f));
-    }
-    auto stat =
-        call<sp::StatResponse>("Stat", [&](auto& stub, auto* c, auto* resp, const Session& s) {
-          sp::StatRequest request;
-          *request.mutable_ref() = ref(s, path);
-          return stub.Stat(c, request, resp);
-        });
-    Try<void> outcome;
-    if (!stat) {
-      outcome = std::unexpected(std::move(stat.error()));
-    } else if (stat->status().code() != rpc::CODE_OK) {
-      outcome = status_failure("Stat", stat->status());
-    } else if (stat->info().etag() != version) {
-      outcome = failure(Errc::conflict, "the version does not match");
-    } else {
-      auto removed = remove_path(path, id, false);
-      if (removed) return {};  // the lock went with the document
-      outcome = std::move(removed);
-    }
-    (void)release_lock(path, id);
-    return outcome;
-  });
+  return with_retries<void>(
+      "conditional remove", key, [&](bool maybe_applied_before) -> Attempt<void> {
+        // Lock the document: every other write of it is refused until we are done.
+        const std::string id = "urn:uuid:" + random_hex(16);
+        auto locked = set_lock(path, id, kRemoveLockTtl, "");
+        if (!locked) {
+          AttemptError f = std::move(locked.error());
+          if (f.error.code == Errc::not_found) {
+            if (maybe_applied_before) return {};  // our lost Delete did it
+            f.error.message = "not found";
+          }
+          if (f.error.code == Errc::locked) f.retryable = true;  // another remove_if, briefly
+          return std::unexpected(std::move(f));
+        }
+        auto stat =
+            call<sp::StatResponse>("Stat", [&](auto& stub, auto* c, auto* resp, const Session& s) {
+              sp::StatRequest request;
+              *request.mutable_ref() = ref(s, path);
+              return stub.Stat(c, request, resp);
+            });
+        Attempt<void> outcome;
+        if (!stat) {
+          outcome = std::unexpected(std::move(stat.error()));
+        } else if (stat->status().code() != rpc::CODE_OK) {
+          outcome = status_failure("Stat", stat->status());
+        } else if (stat->info().etag() != version) {
+          outcome = attempt_error(Errc::conflict, "the version does not match");
+        } else {
+          auto removed = remove_path(path, id, false);
+          if (removed) return {};  // the lock went with the document
+          outcome = std::move(removed);
+        }
+        (void)release_lock(path, id);
+        return outcome;
+      });
 }
 
 bool Cs3Store::probe_lock(const std::string& path) {

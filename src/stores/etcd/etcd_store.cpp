@@ -11,10 +11,10 @@
 #include "codec.hpp"
 #include "instance/credentials.hpp"  // printable
 #include "instance/stores/etcd.hpp"
+#include "net/attempts.hpp"
 #include "net/errors.hpp"
 #include "net/http.hpp"
 #include "net/http_date.hpp"
-#include "net/retry.hpp"
 
 namespace instance {
 namespace {
@@ -25,12 +25,11 @@ constexpr std::size_t kMaxDocumentReply = std::size_t{4} << 20;  // one value, b
 constexpr std::size_t kMaxListReply = std::size_t{64} << 20;     // keys only
 constexpr std::size_t kMaxSmallReply = std::size_t{1} << 20;     // leases, deletes, auth
 
-// A failed request, sorted: what to tell, whether a retry may cure it, and
-// whether the server may have carried it out anyway.
-struct Failure {
-  Error error;
-  bool retry = false;
-  bool may_have_applied = false;
+// A failed request, sorted: the attempt's failure (what to tell, whether a
+// retry may cure it, whether the server may have carried it out anyway) and
+// the gateway's own error when it sent one.
+struct Classified {
+  net::AttemptError failure;
   std::optional<etcd::GatewayError> gateway;
 };
 
@@ -59,13 +58,14 @@ std::optional<json> parse_reply(std::string_view body) {
   return j;
 }
 
-Failure classify(const net::Response& reply, const std::string& what) {
-  Failure f;
+Classified classify(const net::Response& reply, const std::string& what) {
+  Classified c;
+  net::AttemptError& f = c.failure;
   if (!reply.transport_ok()) {
     f.error = net::make_error(what, reply);
-    f.retry = net::transport_retryable(reply.curl);
-    f.may_have_applied = f.retry && net::transport_may_have_applied(reply.curl);
-    return f;
+    f.retryable = net::transport_retryable(reply.curl);
+    f.may_have_applied = f.retryable && net::transport_may_have_applied(reply.curl);
+    return c;
   }
   if (auto g = etcd::parse_gateway_error(reply.body)) {
     std::string message =
@@ -79,19 +79,19 @@ Failure classify(const net::Response& reply, const std::string& what) {
       message += "; the etcd database is over its quota (compact and defragment it)";
     }
     f.error = Error{code, std::move(message)};
-    f.retry = etcd::is_retryable(*g);
-    f.may_have_applied = f.retry;  // a proposal that timed out may still commit
-    f.gateway = std::move(*g);
-    return f;
+    f.retryable = etcd::is_retryable(*g);
+    f.may_have_applied = f.retryable;  // a proposal that timed out may still commit
+    c.gateway = std::move(*g);
+    return c;
   }
   f.error = net::make_error(what, reply);
   if (reply.status == 404) {
     f.error.code = Errc::unsupported;
     f.error.message += " (no etcd v3 gateway at /v3/: etcd 3.4 or later is needed)";
   }
-  f.retry = net::status_retryable(reply.status);
+  f.retryable = net::status_retryable(reply.status);
   f.may_have_applied = net::status_may_have_applied(reply.status);
-  return f;
+  return c;
 }
 
 struct LockToken {
@@ -464,8 +464,8 @@ class EtcdStore final : public Store {
   bool uses_password() const { return options_.token.empty() && !options_.user.empty(); }
 
   // The Authorization value for the next request; logs in first when a
-  // password is configured. On failure, the Failure says whether to retry.
-  std::expected<std::string, Failure> authorization(std::chrono::milliseconds timeout) {
+  // password is configured. On failure, the error says whether to retry.
+  net::Attempt<std::string> authorization(std::chrono::milliseconds timeout) {
     if (!options_.token.empty()) return options_.token;
     if (!uses_password()) return std::string();
     std::lock_guard lock(auth_mu_);
@@ -477,14 +477,14 @@ class EtcdStore final : public Store {
       const auto j = parse_reply(reply.body);
       if (!j || !j->contains("token") || !(*j)["token"].is_string() ||
           (*j)["token"].get_ref<const std::string&>().empty()) {
-        return std::unexpected(Failure{.error = Error{Errc::malformed, what + ": no token"}});
+        return net::attempt_error(Errc::malformed, what + ": no token");
       }
       token_ = (*j)["token"].get<std::string>();
       return token_;
     }
-    Failure f = classify(reply, what);
-    if (f.gateway &&
-        f.gateway->message.find("authentication is not enabled") != std::string::npos) {
+    Classified c = classify(reply, what);
+    if (c.gateway &&
+        c.gateway->message.find("authentication is not enabled") != std::string::npos) {
       auth_disabled_ = true;
       if (options_.logger) {
         options_.logger->warn("etcd has authentication disabled; the credentials are not used",
@@ -492,8 +492,8 @@ class EtcdStore final : public Store {
       }
       return std::string();
     }
-    f.may_have_applied = false;
-    return std::unexpected(std::move(f));
+    c.failure.may_have_applied = false;
+    return std::unexpected(std::move(c.failure));
   }
 
   void forget_token(const std::string& used) {
@@ -528,54 +528,54 @@ class EtcdStore final : public Store {
     return reply;
   }
 
-  // Sends one request, retrying what a retry may cure until retry_deadline.
+  // Sends one request, retrying what a retry may cure until retry_deadline
+  // (net/attempts.hpp). A simple token that expired (5 minutes by default)
+  // is renewed once, within the attempt.
   Result<Reply> call(const std::string& what, std::string_view path, const json& body,
                      std::size_t max_body) {
     const std::string payload = body.dump();
     const StoreTimeouts timeouts = timeouts_.get();
-    net::Retry retry({.initial_backoff = options_.initial_backoff,
-                      .max_backoff = options_.max_backoff,
-                      .deadline = timeouts.retry_deadline},
-                     *options_.clock, net::random_seed());
-    bool maybe_applied = false;
+    const net::Attempts how{.retry = {.initial_backoff = options_.initial_backoff,
+                                      .max_backoff = options_.max_backoff,
+                                      .deadline = timeouts.retry_deadline},
+                            .request_timeout = timeouts.request_timeout};
     bool logged_in_again = false;
-    while (true) {
-      const auto timeout = retry.begin_attempt(timeouts.request_timeout);
-      Failure f;
-      auto auth = authorization(timeout);
-      if (auth) {
-        const auto reply = post(path, payload, *auth, timeout, max_body);
+    auto attempt = [&](const net::AttemptInfo& info) -> net::Attempt<json> {
+      while (true) {
+        auto auth = authorization(info.timeout);
+        if (!auth) return std::unexpected(std::move(auth.error()));
+        const auto reply = post(path, payload, *auth, info.timeout, max_body);
+        Classified c;
         if (reply.transport_ok() && reply.status == 200) {
           auto j = parse_reply(reply.body);
-          if (!j) return fail(Errc::malformed, what + ": the reply is not a JSON object");
+          if (!j)
+            return net::attempt_error(Errc::malformed, what + ": the reply is not a JSON object");
           auto g = stream_error(*j);
-          if (!g) return Reply{std::move(*j), maybe_applied};
-          f = Failure{.error = Error{etcd::map_grpc(*g), what + ": " + g->message},
-                      .retry = etcd::is_retryable(*g),
-                      .may_have_applied = etcd::is_retryable(*g),
-                      .gateway = g};
+          if (!g) return std::move(*j);
+          const bool retryable = etcd::is_retryable(*g);
+          c = Classified{.failure = {Error{etcd::map_grpc(*g), what + ": " + g->message}, retryable,
+                                     retryable},
+                         .gateway = g};
         } else {
-          f = classify(reply, what);
+          c = classify(reply, what);
         }
-        if (f.gateway && f.gateway->code == etcd::Grpc::unauthenticated && uses_password() &&
+        if (c.gateway && c.gateway->code == etcd::Grpc::unauthenticated && uses_password() &&
             !logged_in_again) {
-          // Simple tokens expire (5 minutes by default): log in again once.
           logged_in_again = true;
           forget_token(*auth);
           continue;
         }
-      } else {
-        f = std::move(auth.error());
+        return std::unexpected(std::move(c.failure));
       }
-      if (!f.retry) return std::unexpected(std::move(f.error));
-      maybe_applied = maybe_applied || f.may_have_applied;
-      const auto pause = retry.next_pause();
-      if (!pause) {
-        f.error.message += " (gave up after " + std::to_string(retry.attempts()) + " attempts)";
-        return std::unexpected(std::move(f.error));
-      }
-      retry.wait(*pause, f.error.message);
+    };
+    auto done = net::run_until_done(how, *options_.clock, attempt);
+    if (!done.result) {
+      Error error = std::move(done.result.error().error);
+      if (done.gave_up)
+        error.message += " (gave up after " + std::to_string(done.attempts) + " attempts)";
+      return std::unexpected(std::move(error));
     }
+    return Reply{std::move(*done.result), done.may_have_applied_before};
   }
 
   EtcdStoreOptions options_;

@@ -8,7 +8,7 @@
 #include "connection.hpp"
 #include "instance/credentials.hpp"  // printable
 #include "instance/stores/postgres.hpp"
-#include "net/retry.hpp"
+#include "net/attempts.hpp"
 #include "sql.hpp"
 
 namespace instance {
@@ -264,49 +264,53 @@ class PostgresStore final : public Store {
     bool maybe_applied_before = false;  // an earlier attempt may have run the statement
   };
 
-  // Runs one statement, retrying what a retry may cure with net::Retry:
+  // Runs one statement, retrying what a retry may cure (net/attempts.hpp):
   // pauses and the deadline (the tuned retry_deadline, or the start-up
-  // budget's when earlier) on the store's clock, each attempt's I/O bounded
-  // by the time left.
+  // budget's time left when less) on the store's clock, each attempt's I/O
+  // bounded by the time left. A table dropped under us is made again once,
+  // within the attempt.
   Result<Reply> exec(std::string_view op, const Key& key, const char* statement,
                      std::span<const Param> params) {
     std::lock_guard lock(mu_);
     const StoreTimeouts timeouts = timeouts_.get();
-    net::Retry retry({.initial_backoff = options_.initial_backoff,
-                      .max_backoff = options_.max_backoff,
-                      .deadline = timeouts.retry_deadline},
-                     *clock_, net::random_seed());
+    const net::Attempts how{.retry = {.initial_backoff = options_.initial_backoff,
+                                      .max_backoff = options_.max_backoff,
+                                      .deadline = timeouts.retry_deadline},
+                            .request_timeout = timeouts.request_timeout};
     bool schema_retried = false;
-    Reply reply;
-    while (true) {
-      const auto timeout = retry.begin_attempt(timeouts.request_timeout);
-      Outcome out = ready(timeout);
-      if (out.kind == Outcome::ok) {
-        out = conn_.run(statement, params, std::chrono::steady_clock::now() + timeout);
-      }
-      if (out.kind == Outcome::ok) {
-        reply.rows = std::move(out.rows);
-        return reply;
-      }
-      if (out.sent && out.kind != Outcome::sql_error) reply.maybe_applied_before = true;
-      if (out.kind == Outcome::sql_error && out.sqlstate == "42P01" && !schema_retried) {
+    std::string failed;  // the last failure, scrubbed
+    auto attempt = [&](const net::AttemptInfo& info) {
+      Outcome out;
+      while (true) {
+        out = ready(info.timeout);
+        if (out.kind == Outcome::ok) {
+          out = conn_.run(statement, params, std::chrono::steady_clock::now() + info.timeout);
+        }
+        if (out.kind != Outcome::sql_error || out.sqlstate != "42P01" || schema_retried) break;
         schema_retried = true;  // the table was dropped under us: make it again
         schema_ready_ = false;
-        continue;
       }
-      if (out.kind != Outcome::sql_error) lost_ = true;
-      const auto pause = postgres::is_retryable(out) ? retry.next_pause() : std::nullopt;
-      if (!pause) return std::unexpected(error_for(op, key, out, retry.attempts()));
-      const std::string why = scrub(out.message);
+      if (out.kind != Outcome::ok && out.kind != Outcome::sql_error) lost_ = true;
+      const bool retry = out.kind != Outcome::ok && postgres::is_retryable(out);
+      const bool applied = out.sent && out.kind != Outcome::sql_error;
+      failed = retry ? scrub(out.message) : std::string();
+      return net::Tried<Outcome>{std::move(out), retry, applied, what(op, key) + ": " + failed};
+    };
+    auto on_retry = [&](const net::AttemptInfo& info, std::string_view, Duration) {
       if (auto* log = options_.logger.get()) {
         log->debug("PostgreSQL statement failed; retrying",
                    {{"op", std::string(op)},
                     {"store", options_.endpoint},
-                    {"error", why},
-                    {"attempt", std::to_string(retry.attempts())}});
+                    {"error", failed},
+                    {"attempt", std::to_string(info.number)}});
       }
-      retry.wait(*pause, what(op, key) + ": " + why);
+    };
+    auto done = net::run_attempts(how, *clock_, attempt, on_retry);
+    if (done.outcome.kind != Outcome::ok) {
+      return std::unexpected(error_for(op, key, done.outcome, done.attempts));
     }
+    return Reply{.rows = std::move(done.outcome.rows),
+                 .maybe_applied_before = done.may_have_applied_before};
   }
 
   // Connected, clock checked, table present (mu_ held); each step's I/O

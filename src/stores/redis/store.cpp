@@ -14,7 +14,7 @@
 #include "instance/credentials.hpp"  // printable
 #include "instance/stores/redis.hpp"
 #include "instance/time.hpp"
-#include "net/retry.hpp"
+#include "net/attempts.hpp"
 #include "scripts.hpp"
 
 namespace instance {
@@ -442,66 +442,71 @@ class RedisStore final : public Store {
   }
 
   // Sends one command, reconnecting and retrying transport failures and
-  // "not now" replies with net::Retry: pauses and the deadline (the tuned
-  // retry_deadline, or the start-up budget's when earlier) on the store's
-  // clock, each attempt's socket timeout at most the time left (one attempt
-  // when !retry). An error reply becomes an Error; any other reply is
-  // returned.
+  // "not now" replies (net/attempts.hpp): pauses and the deadline (the tuned
+  // retry_deadline, or the start-up budget's time left when less) on the
+  // store's clock, each attempt's socket timeout at most the time left (one
+  // attempt when !retry). An error reply becomes an Error; any other reply
+  // is returned.
   Result<Sent> send(std::string_view op, const Key& key, const std::vector<std::string_view>& argv,
                     bool retry = true) {
     std::lock_guard lock(mu_);
     const StoreTimeouts timeouts = timeouts_.get();
     Clock& clock = *options_.clock;
     const MonoTime start = clock.monotonic();
-    net::Retry retries({.initial_backoff = options_.initial_backoff,
-                        .max_backoff = options_.max_backoff,
-                        .deadline = timeouts.retry_deadline},
-                       clock, net::random_seed());
-    Sent sent;
-    TransportError last;
-    for (;;) {
-      const auto timeout = retries.begin_attempt(timeouts.request_timeout);
-      sent.attempts = retries.attempts();
-      if (sent.attempts > 1 && options_.stats) ++options_.stats->retries;
+    const net::Attempts how{.retry = {.initial_backoff = options_.initial_backoff,
+                                      .max_backoff = options_.max_backoff,
+                                      .deadline = timeouts.retry_deadline},
+                            .request_timeout = timeouts.request_timeout,
+                            .once = !retry};
+    // A failure no reply explains: a retry may cure it.
+    auto no_reply = [&](const TransportError& t) {
+      return net::attempt_error(t.timed_out ? Errc::timeout : Errc::unavailable,
+                                what(op, key) + ": " + t.message, true, t.maybe_sent);
+    };
+    auto attempt = [&](const net::AttemptInfo& info) -> net::Attempt<ReplyPtr> {
+      if (info.number > 1 && options_.stats) ++options_.stats->retries;
       TransportError transport;
-      Step step = Step::ok;
       if (!connection_) {
         Error fatal;
-        step = connect(op, key, timeout, transport, fatal);
-        if (step == Step::fatal) return std::unexpected(std::move(fatal));
-      } else if (!connection_->set_timeout(timeout, transport)) {
+        const Step step = connect(op, key, info.timeout, transport, fatal);
+        if (step == Step::fatal) return std::unexpected(net::AttemptError{std::move(fatal)});
+        if (step == Step::retry) return no_reply(transport);
+      } else if (!connection_->set_timeout(info.timeout, transport)) {
         connection_.reset();
-        step = Step::retry;
+        return no_reply(transport);
       }
-      if (step == Step::ok) {
-        if (options_.stats) ++options_.stats->requests;
-        ReplyPtr reply = connection_->command(argv, transport);
-        if (!reply) {
-          connection_.reset();
-          sent.maybe_applied_before = sent.maybe_applied_before || transport.maybe_sent;
-        } else if (type_of(*reply) == ReplyType::error) {
-          if (!transient(text_of(*reply))) return server_error(op, key, text_of(*reply));
-          transport = {scrub(text_of(*reply)), false, false};
-        } else {
-          sent.reply = std::move(reply);
-          return sent;
+      if (options_.stats) ++options_.stats->requests;
+      ReplyPtr reply = connection_->command(argv, transport);
+      if (!reply) {
+        connection_.reset();
+        return no_reply(transport);
+      }
+      if (type_of(*reply) == ReplyType::error) {
+        if (!transient(text_of(*reply))) {
+          return std::unexpected(net::AttemptError{server_error(op, key, text_of(*reply)).error()});
         }
+        return no_reply({scrub(text_of(*reply)), false, false});
       }
-      last = std::move(transport);
-      const auto pause = retry ? retries.next_pause() : std::nullopt;
-      if (!pause) break;
-      retries.wait(*pause, what(op, key) + ": " + last.message);
+      return reply;
+    };
+    auto done = net::run_until_done(how, clock, attempt);
+    if (done.result) {
+      return Sent{.reply = std::move(*done.result),
+                  .maybe_applied_before = done.may_have_applied_before,
+                  .attempts = done.attempts};
     }
+    Error& last = done.result.error().error;
+    if (!done.gave_up) return std::unexpected(std::move(last));
     const auto spent =
         std::chrono::duration_cast<std::chrono::milliseconds>(clock.monotonic() - start);
-    std::string message = what(op, key) + ": " + last.message;
-    if (sent.attempts > 1) {
-      message += " (after " + std::to_string(sent.attempts) + " attempts in " +
+    std::string message = std::move(last.message);
+    if (done.attempts > 1) {
+      message += " (after " + std::to_string(done.attempts) + " attempts in " +
                  std::to_string(spent.count()) + " ms)";
     }
     message += "; check that redis-server runs and accepts connections at " + options_.host + ":" +
                std::to_string(options_.port);
-    return fail(last.timed_out ? Errc::timeout : Errc::unavailable, std::move(message));
+    return fail(last.code, std::move(message));
   }
 
   // Diagnostics once per store: clock skew (TIME) and persistence (INFO).
