@@ -104,14 +104,14 @@ class StoreModel {
     (void)write(key, std::nullopt, now);
     return {};
   }
-  Result<std::string> lock(const Key& key, Duration ttl, std::string owner, Time now) {
+  Result<LockGrant> lock(const Key& key, Duration ttl, std::string owner, Time now) {
     if (!caps_.native_lease) return fail(Errc::unsupported, "no locks");
     if (auto it = locks_.find(key); it != locks_.end() && held(it->second, now)) {
       return fail(Errc::locked, "lock " + key.str() + ": held");
     }
     const std::string token = "lock-" + std::to_string(++version_);
     locks_[key] = {token, now + ttl, std::move(owner)};
-    return token;
+    return LockGrant{.token = token};
   }
   Result<LockHolder> lock_holder(const Key& key, Time now) const {
     if (!caps_.ends_stale_locks) return fail(Errc::unsupported, "cannot tell");
@@ -119,14 +119,14 @@ class StoreModel {
     if (it == locks_.end() || !held(it->second, now)) return fail(Errc::not_found, "nobody");
     return LockHolder{.token = it->second.token, .owner = it->second.owner};
   }
-  Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl, Time now) {
+  Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration ttl, Time now) {
     if (!caps_.native_lease) return fail(Errc::unsupported, "no locks");
     auto it = locks_.find(key);
     if (it == locks_.end() || it->second.token != token || !held(it->second, now)) {
       return fail(Errc::locked, "refresh " + key.str() + ": not ours");
     }
     it->second.expires = now + ttl;
-    return {};
+    return Duration::zero();
   }
   Result<void> unlock(const Key& key, std::string_view token) {
     if (!caps_.native_lease) return fail(Errc::unsupported, "no locks");
@@ -488,8 +488,8 @@ class NodeStore final : public Store {
       return m->remove_if(k, v, t);
     });
   }
-  Result<std::string> lock(const Key& k, Duration ttl, std::string_view owner) override {
-    return call<std::string>("lock", k, [=, m = &model(), owner = std::string(owner)](Time t) {
+  Result<LockGrant> lock(const Key& k, Duration ttl, std::string_view owner) override {
+    return call<LockGrant>("lock", k, [=, m = &model(), owner = std::string(owner)](Time t) {
       return m->lock(k, ttl, owner, t);
     });
   }
@@ -497,8 +497,8 @@ class NodeStore final : public Store {
     return call<LockHolder>("lock_holder", k,
                             [=, m = &model()](Time t) { return m->lock_holder(k, t); });
   }
-  Result<void> refresh_lock(const Key& k, std::string_view tok, Duration ttl) override {
-    return call<void>("refresh_lock", k, [=, m = &model(), tok = std::string(tok)](Time t) {
+  Result<Duration> refresh_lock(const Key& k, std::string_view tok, Duration ttl) override {
+    return call<Duration>("refresh_lock", k, [=, m = &model(), tok = std::string(tok)](Time t) {
       return m->refresh_lock(k, tok, ttl, t);
     });
   }

@@ -23,7 +23,7 @@
 // compare-and-set, a collision seen by a renewal scan) or when no renewal has
 // succeeded for ttl - max_skew on the monotonic clock; on_lost is then called
 // once. On a store's native lease the store's grant counts
-// (Store::lock_granted): a shorter grant sets the period (grant/3) and the
+// (LockGrant::granted): a shorter grant sets the period (grant/3) and the
 // deadline (grant - max_skew); a grant under 3 x max_skew (or 1 s) is refused
 // at the claim (Errc::invalid) and loses the claim at a refresh; a longer
 // grant is the expiry the lease document and record show. stand_down() stops renewing and gives the

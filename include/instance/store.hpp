@@ -20,7 +20,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -45,6 +44,24 @@ struct Document {
   // An opaque version of these bytes (an ETag, a revision, a content hash),
   // or empty when the store has no versions.
   std::string version;
+};
+
+// What the store gave lock(): the token, the store's own fencing number,
+// and how long it holds the lock.
+struct LockGrant {
+  std::string token;  // opaque: what refresh_lock() and unlock() take
+  // A fencing number the store itself gave this lock, greater than the
+  // number of every earlier lock of the key (an etcd revision, a PostgreSQL
+  // sequence). 0 when the store gives none: the guard then counts epochs in
+  // its lease document alone.
+  std::uint64_t epoch = 0;
+  // How long the store said it holds the lock, counted from the request:
+  // what it granted, which may be shorter or longer than the ttl asked (a
+  // WebDAV server's own lock timeout, an etcd lease's minimum TTL).
+  // kForever when it never expires on its own; Duration::zero() when the
+  // store holds it exactly as long as asked. The guard renews and
+  // self-fences on what was granted (guard.hpp).
+  Duration granted{};
 };
 
 // Who holds a lock (Store::lock_holder).
@@ -146,11 +163,14 @@ class INSTANCE_EXPORT Store {
   // file). The key names a lock, not a document: it never shows in list()
   // of any prefix the guard reads, and get() of it is not_found.
   //
-  // lock: returns an opaque token; Errc::locked when someone else holds it.
-  virtual Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner);
-  // refresh_lock: extends our lock. Errc::locked, Errc::not_found or
-  // Errc::conflict when it is no longer ours (expired, taken): the lease is lost.
-  virtual Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl);
+  // lock: the grant (its token, epoch and granted time); Errc::locked when
+  // someone else holds it.
+  virtual Result<LockGrant> lock(const Key& key, Duration ttl, std::string_view owner);
+  // refresh_lock: extends our lock; returns how long the store holds it now
+  // (as LockGrant::granted: a refresh may come back with another grant).
+  // Errc::locked, Errc::not_found or Errc::conflict when it is no longer
+  // ours (expired, taken): the lease is lost.
+  virtual Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration ttl);
   // unlock: releases the lock held under `token` (ours, or, with
   // ends_stale_locks, a holder's that lock_holder() named); not_found when
   // that token no longer holds it (released, expired, or ended by someone
@@ -161,22 +181,6 @@ class INSTANCE_EXPORT Store {
   // lock(). Errc::not_found when nobody holds it; Errc::unsupported (the
   // default) where the store cannot tell. Reads only.
   virtual Result<LockHolder> lock_holder(const Key& key);
-  // lock_epoch: a fencing number the store itself gave the lock behind
-  // `token` (from lock() of `key` on this store), greater than the number of
-  // every earlier lock of `key` (an etcd revision). 0 when the store gives
-  // none (the default): the guard then counts epochs in its lease document
-  // alone. Sends no request.
-  virtual std::uint64_t lock_epoch(const Key& key, std::string_view token);
-  // lock_granted: how long the store said it holds the lock behind `token`
-  // (from lock() or refresh_lock() of `key` on this store), counted from that
-  // request, for the last of those calls that succeeded: what the store
-  // granted, which may be shorter or longer than the ttl asked (a WebDAV
-  // server's own lock timeout, an etcd lease's minimum TTL). kForever when
-  // it never expires on its own; Duration::zero() when the store holds it
-  // exactly as long as asked (the default). Sends no request. The guard
-  // renews and self-fences on what was granted (guard.hpp).
-  virtual Duration lock_granted(const Key& key, std::string_view token);
-
   // Fits the store's timing to the guard that uses it. Guard::create() calls
   // it; a consumer has no need to. A store that retries derives, here and
   // only here, its retry budget per operation, its request timeouts and its
@@ -187,22 +191,8 @@ class INSTANCE_EXPORT Store {
   virtual void tune(const StoreTiming& timing);
 };
 
-// lock_granted() of a lock that never expires on its own.
+// LockGrant::granted of a lock that never expires on its own.
 inline constexpr Duration kForever = Duration::max();
-
-// For store implementations: what each lock token was granted, for
-// lock_granted(). Thread-safe. A token is forgotten at unlock (forget()).
-class INSTANCE_EXPORT LockGrants {
- public:
-  void remember(std::string_view token, Duration granted);
-  void forget(std::string_view token);
-  // Duration::zero() for a token not remembered.
-  Duration granted(std::string_view token) const;
-
- private:
-  mutable std::mutex mu_;
-  std::map<std::string, Duration, std::less<>> grants_;
-};
 
 // For store implementations: the timings a network store reads on every
 // operation, as the store was made and as a guard tuned them (Store::tune).
@@ -251,12 +241,10 @@ class INSTANCE_EXPORT StoreWrapper : public Store {
   Result<std::string> replace_if(const Key& key, std::string_view data,
                                  std::string_view version) override;
   Result<void> remove_if(const Key& key, std::string_view version) override;
-  Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override;
-  Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
+  Result<LockGrant> lock(const Key& key, Duration ttl, std::string_view owner) override;
+  Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
   Result<void> unlock(const Key& key, std::string_view token) override;
   Result<LockHolder> lock_holder(const Key& key) override;
-  std::uint64_t lock_epoch(const Key& key, std::string_view token) override;
-  Duration lock_granted(const Key& key, std::string_view token) override;
   void tune(const StoreTiming& timing) override;
 
  protected:

@@ -20,11 +20,11 @@ Result<void> Store::remove_if(const Key& key, std::string_view) {
               "conditional remove of " + key.str() + " is not supported by " + describe());
 }
 
-Result<std::string> Store::lock(const Key& key, Duration, std::string_view) {
+Result<LockGrant> Store::lock(const Key& key, Duration, std::string_view) {
   return fail(Errc::unsupported, "locks on " + key.str() + " are not supported by " + describe());
 }
 
-Result<void> Store::refresh_lock(const Key& key, std::string_view, Duration) {
+Result<Duration> Store::refresh_lock(const Key& key, std::string_view, Duration) {
   return fail(Errc::unsupported, "locks on " + key.str() + " are not supported by " + describe());
 }
 
@@ -35,10 +35,6 @@ Result<void> Store::unlock(const Key& key, std::string_view) {
 Result<LockHolder> Store::lock_holder(const Key& key) {
   return fail(Errc::unsupported, describe() + " cannot tell who holds the lock on " + key.str());
 }
-
-std::uint64_t Store::lock_epoch(const Key&, std::string_view) { return 0; }
-
-Duration Store::lock_granted(const Key&, std::string_view) { return Duration::zero(); }
 
 void Store::tune(const StoreTiming&) {}
 
@@ -69,26 +65,6 @@ StoreTimeouts TunedTimeouts::get() const {
   return now_;
 }
 
-void LockGrants::remember(std::string_view token, Duration granted) {
-  std::lock_guard lock(mu_);
-  if (auto it = grants_.find(token); it != grants_.end()) {
-    it->second = granted;
-  } else {
-    grants_.emplace(std::string(token), granted);
-  }
-}
-
-void LockGrants::forget(std::string_view token) {
-  std::lock_guard lock(mu_);
-  if (auto it = grants_.find(token); it != grants_.end()) grants_.erase(it);
-}
-
-Duration LockGrants::granted(std::string_view token) const {
-  std::lock_guard lock(mu_);
-  const auto it = grants_.find(token);
-  return it == grants_.end() ? Duration::zero() : it->second;
-}
-
 StoreWrapper::StoreWrapper(std::shared_ptr<Store> target) : target_(std::move(target)) {}
 
 std::string StoreWrapper::describe() const { return target_->describe(); }
@@ -110,22 +86,16 @@ Result<void> StoreWrapper::remove_if(const Key& key, std::string_view version) {
   return target_->remove_if(key, version);
 }
 
-Result<std::string> StoreWrapper::lock(const Key& key, Duration ttl, std::string_view owner) {
+Result<LockGrant> StoreWrapper::lock(const Key& key, Duration ttl, std::string_view owner) {
   return target_->lock(key, ttl, owner);
 }
-Result<void> StoreWrapper::refresh_lock(const Key& key, std::string_view token, Duration ttl) {
+Result<Duration> StoreWrapper::refresh_lock(const Key& key, std::string_view token, Duration ttl) {
   return target_->refresh_lock(key, token, ttl);
 }
 Result<void> StoreWrapper::unlock(const Key& key, std::string_view token) {
   return target_->unlock(key, token);
 }
 Result<LockHolder> StoreWrapper::lock_holder(const Key& key) { return target_->lock_holder(key); }
-std::uint64_t StoreWrapper::lock_epoch(const Key& key, std::string_view token) {
-  return target_->lock_epoch(key, token);
-}
 void StoreWrapper::tune(const StoreTiming& timing) { target_->tune(timing); }
-Duration StoreWrapper::lock_granted(const Key& key, std::string_view token) {
-  return target_->lock_granted(key, token);
-}
 
 }  // namespace instance

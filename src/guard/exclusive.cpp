@@ -10,7 +10,7 @@
 // carries the epoch and names the holder:
 //   acquire  lock (Errc::locked -> refuse), then take the lease document
 //            whatever it says, epoch + 1, or the store's own number for the
-//            lock (Store::lock_epoch: an etcd revision, a PostgreSQL
+//            lock (LockGrant::epoch: an etcd revision, a PostgreSQL
 //            sequence, a Redis INCR) when that is larger. Before writing it,
 //            scan instances/: a live record of another instance gives the
 //            lock back and refuses. A lock proves only that its last holder
@@ -19,7 +19,8 @@
 //            expires_at; others' for max_skew longer.
 //   renew    refresh the lock (refused -> lost), then the document.
 //   release  remove our record, mark the document released, unlock.
-//   The store's grant (Store::lock_granted) may differ from the ttl asked:
+//   The store's grant (LockGrant::granted, and what each refresh_lock()
+//   returns) may differ from the ttl asked:
 //   renewals and self-fencing follow the shorter of the two (guard.cpp), a
 //   grant too short to renew safely refuses the claim (or loses it on a
 //   refresh), and the lease and record carry the longer as their expiry.
@@ -86,8 +87,8 @@ class Exclusive final : public Protocol {
   Renewal renew(const Context& ctx, Holding& held) override {
     const WallTime now = ctx.clock.wall();
     if (native_) {
-      if (auto refreshed = ctx.store.refresh_lock(lock_key(), held.lock_token, ctx.options.ttl);
-          !refreshed) {
+      auto refreshed = ctx.store.refresh_lock(lock_key(), held.lock_token, ctx.options.ttl);
+      if (!refreshed) {
         if (lost_code(refreshed.error().code)) {
           return {Renewal::lost, Error{Errc::lost, "the store no longer holds our lock (" +
                                                        refreshed.error().message + ")"}};
@@ -96,7 +97,7 @@ class Exclusive final : public Protocol {
       }
       // The refresh may come back with a different grant: renew on it, or
       // give the claim up when it leaves no room to renew safely.
-      const Duration granted = ctx.store.lock_granted(lock_key(), held.lock_token);
+      const Duration granted = *refreshed;
       if (auto usable = check_grant(ctx.options, granted, ctx.store.describe()); !usable) {
         return {Renewal::lost, Error{Errc::lost,
                                      "a lock refresh was granted too short to hold "
@@ -176,17 +177,17 @@ class Exclusive final : public Protocol {
   }
 
   std::expected<Holding, ClaimError> acquire_locked(const Context& ctx, std::stop_token stop) {
-    auto token = take_lock(ctx);
-    if (!token && token.error().code == Errc::locked && ends_stale_) {
+    auto grant = take_lock(ctx);
+    if (!grant && grant.error().code == Errc::locked && ends_stale_) {
       // The lock may have outlived a holder that stopped renewing: end it
       // when that holder is proven fenced, then ask once more.
       if (auto ended = end_stale_lock(ctx); !ended) return std::unexpected(ended.error());
-      token = take_lock(ctx);
+      grant = take_lock(ctx);
     }
-    if (!token) {
-      if (token.error().code != Errc::locked) {
+    if (!grant) {
+      if (grant.error().code != Errc::locked) {
         return std::unexpected(
-            failure(token.error().code, "cannot take the store's lock: " + token.error().message));
+            failure(grant.error().code, "cannot take the store's lock: " + grant.error().message));
       }
       // Name the holder from the lease document when it can be read.
       std::optional<Record> holder;
@@ -197,7 +198,7 @@ class Exclusive final : public Protocol {
       }
       return std::unexpected(refusal(lock_key(), holder, "it holds the store's lock"));
     }
-    Holding held{.lock_token = std::move(*token)};
+    Holding held{.lock_token = std::move(grant->token)};
     auto give_up = [&](ClaimError why) {
       (void)ctx.store.unlock(lock_key(), held.lock_token);
       return std::unexpected(std::move(why));
@@ -205,7 +206,7 @@ class Exclusive final : public Protocol {
     // The store may hold the lock for less (nginx's lock zone) or more than
     // the ttl asked: the guard renews on what was granted, and refuses a
     // grant too short to renew before it lapses.
-    held.granted = ctx.store.lock_granted(lock_key(), held.lock_token);
+    held.granted = grant->granted;
     if (auto usable = check_grant(ctx.options, held.granted, ctx.store.describe()); !usable) {
       return give_up(failure(Errc::invalid, usable.error().message));
     }
@@ -229,7 +230,7 @@ class Exclusive final : public Protocol {
     // gives an epoch judged by the store; never below the document's count.
     // A counter reset (a server without persistence) leaves the document's
     // count as the floor.
-    const std::uint64_t numbered = ctx.store.lock_epoch(lock_key(), held.lock_token);
+    const std::uint64_t numbered = grant->epoch;
     if (numbered != 0 && numbered < epoch) {
       ctx.log.warn(
           "the store's lock epoch is behind the lease document's; keeping the larger",
@@ -259,7 +260,7 @@ class Exclusive final : public Protocol {
   // lock() with our owner text: on a store that may end stale locks, who we
   // are, when we asked and for how long (a successor judges a lock that no
   // lease document names by it); elsewhere our id.
-  Result<std::string> take_lock(const Context& ctx) {
+  Result<LockGrant> take_lock(const Context& ctx) {
     if (!ends_stale_) return ctx.store.lock(lock_key(), ctx.options.ttl, ctx.options.id);
     const LockOwner owner{.id = ctx.options.id,
                           .locked_at = ctx.clock.wall(),

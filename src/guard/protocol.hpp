@@ -39,7 +39,7 @@ struct Holding {
   std::optional<std::uint64_t> epoch;  // exclusive: the fencing epoch
   std::string lock_token;              // exclusive on a native lease: our lock
   // exclusive on a native lease: how long the store said it holds our lock
-  // (Store::lock_granted at the last lock or refresh); zero: the ttl asked.
+  // (LockGrant::granted at the lock, or the last refresh's); zero: the ttl asked.
   Duration granted{0};
 };
 

@@ -43,10 +43,10 @@ class Recorded final : public StoreWrapper {
   Result<void> remove_if(const Key& k, std::string_view v) override {
     return noted(StoreWrapper::remove_if(k, v));
   }
-  Result<std::string> lock(const Key& k, Duration ttl, std::string_view owner) override {
+  Result<LockGrant> lock(const Key& k, Duration ttl, std::string_view owner) override {
     return noted(StoreWrapper::lock(k, ttl, owner));
   }
-  Result<void> refresh_lock(const Key& k, std::string_view token, Duration ttl) override {
+  Result<Duration> refresh_lock(const Key& k, std::string_view token, Duration ttl) override {
     return noted(StoreWrapper::refresh_lock(k, token, ttl));
   }
   Result<void> unlock(const Key& k, std::string_view token) override {
@@ -371,13 +371,13 @@ TEST_P(StoreContract, ConcurrentLocksGrantExactlyOne) {
         return false;
       }
       std::lock_guard lock(mu);
-      tokens.emplace_back(i, *r);
+      tokens.emplace_back(i, r->token);
       return true;
     });
     ASSERT_EQ(winners, 1) << "round " << round;
     EXPECT_TRUE(stores[tokens[0].first]->unlock(k, tokens[0].second));
   }
-  EXPECT_TRUE(stores[0]->unlock(key("warm.lock"), *warm));
+  EXPECT_TRUE(stores[0]->unlock(key("warm.lock"), warm->token));
 }
 
 TEST_P(StoreContract, ASecondLockIsRefusedWhileTheFirstIsHeld) {
@@ -386,7 +386,7 @@ TEST_P(StoreContract, ASecondLockIsRefusedWhileTheFirstIsHeld) {
   ASSERT_NE(b, nullptr);
   auto token = store().lock(kLease, 30s, "guard-a");
   ASSERT_TRUE(token) << token.error().message;
-  EXPECT_FALSE(token->empty());
+  EXPECT_FALSE(token->token.empty());
   auto refused = b->lock(kLease, 30s, "guard-b");
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, Errc::locked) << refused.error().message;
@@ -397,8 +397,8 @@ TEST_P(StoreContract, ASecondLockIsRefusedWhileTheFirstIsHeld) {
   // Another key is another lock.
   auto other = b->lock(key("other.lock"), 30s, "guard-b");
   ASSERT_TRUE(other) << other.error().message;
-  EXPECT_TRUE(b->unlock(key("other.lock"), *other));
-  EXPECT_TRUE(store().unlock(kLease, *token));
+  EXPECT_TRUE(b->unlock(key("other.lock"), other->token));
+  EXPECT_TRUE(store().unlock(kLease, token->token));
 }
 
 TEST_P(StoreContract, RefreshKeepsALockAndUnlockReleasesIt) {
@@ -407,16 +407,20 @@ TEST_P(StoreContract, RefreshKeepsALockAndUnlockReleasesIt) {
   ASSERT_NE(b, nullptr);
   auto token = store().lock(kLease, 30s, "guard-a");
   ASSERT_TRUE(token) << token.error().message;
-  ASSERT_TRUE(store().refresh_lock(kLease, *token, 30s));
+  EXPECT_GE(token->granted, Duration::zero());
+  auto kept = store().refresh_lock(kLease, token->token, 30s);
+  ASSERT_TRUE(kept) << kept.error().message;
+  // A refresh with the same ttl is granted what the lock was.
+  EXPECT_EQ(*kept, token->granted);
   EXPECT_EQ(b->lock(kLease, 30s, "guard-b").error().code, Errc::locked);
-  ASSERT_TRUE(store().unlock(kLease, *token));
+  ASSERT_TRUE(store().unlock(kLease, token->token));
 
   // Gone: its refresh reports the lease lost (and takes nothing: another
   // may lock), a second unlock not_found.
-  auto refreshed = store().refresh_lock(kLease, *token, 30s);
+  auto refreshed = store().refresh_lock(kLease, token->token, 30s);
   ASSERT_FALSE(refreshed) << "a released lock was refreshed";
   EXPECT_TRUE(lost(refreshed.error())) << refreshed.error().message;
-  auto unlocked = store().unlock(kLease, *token);
+  auto unlocked = store().unlock(kLease, token->token);
   if (GetParam().unlock_of_a_gone_lock_is_not_found) {
     ASSERT_FALSE(unlocked);
     EXPECT_EQ(unlocked.error().code, Errc::not_found) << unlocked.error().message;
@@ -427,12 +431,12 @@ TEST_P(StoreContract, RefreshKeepsALockAndUnlockReleasesIt) {
   // Released: another takes it; the old token is lost.
   auto taken = b->lock(kLease, 30s, "guard-b");
   ASSERT_TRUE(taken) << taken.error().message;
-  auto stale = store().refresh_lock(kLease, *token, 30s);
+  auto stale = store().refresh_lock(kLease, token->token, 30s);
   ASSERT_FALSE(stale);
   EXPECT_TRUE(lost(stale.error())) << stale.error().message;
-  EXPECT_TRUE(b->refresh_lock(kLease, *taken, 30s));
+  EXPECT_TRUE(b->refresh_lock(kLease, taken->token, 30s));
   EXPECT_EQ(store().lock(kLease, 30s, "guard-a").error().code, Errc::locked);
-  EXPECT_TRUE(b->unlock(kLease, *taken));
+  EXPECT_TRUE(b->unlock(kLease, taken->token));
 }
 
 TEST_P(StoreContract, LockEpochsGrowAcrossSuccessiveHolders) {
@@ -443,12 +447,11 @@ TEST_P(StoreContract, LockEpochsGrowAcrossSuccessiveHolders) {
   for (Store* holder : {&store(), b.get(), &store(), b.get()}) {
     auto token = holder->lock(kLease, 30s, "holder");
     ASSERT_TRUE(token) << token.error().message;
-    epochs.push_back(holder->lock_epoch(kLease, *token));
+    epochs.push_back(token->epoch);
     // Writes in between move a store's revisions on; epochs still only grow.
     ASSERT_TRUE(holder->replace(key("instances/x"), std::to_string(epochs.size())));
-    ASSERT_TRUE(holder->unlock(kLease, *token));
+    ASSERT_TRUE(holder->unlock(kLease, token->token));
   }
-  EXPECT_EQ(store().lock_epoch(kLease, "not-a-token-of-this-store"), 0u);
   if (epochs[0] == 0) {
     // The store gives no fencing number (the interface's default): 0 for every
     // lock, and the guard counts epochs in its lease document.
@@ -475,10 +478,10 @@ TEST_P(StoreContract, LeasesAreNeitherDocumentsNorListed) {
   // A document under a locked key is independent of the lock.
   ASSERT_TRUE(store().replace(kLease, "doc"));
   EXPECT_EQ(store().get(kLease)->data, "doc");
-  ASSERT_TRUE(store().refresh_lock(kLease, *outer, 30s));
+  ASSERT_TRUE(store().refresh_lock(kLease, outer->token, 30s));
   ASSERT_TRUE(store().remove(kLease));
-  ASSERT_TRUE(store().unlock(kLease, *outer));
-  ASSERT_TRUE(store().unlock(key("instances/b"), *inner));
+  ASSERT_TRUE(store().unlock(kLease, outer->token));
+  ASSERT_TRUE(store().unlock(key("instances/b"), inner->token));
   EXPECT_EQ(names(store().list(Key()).value()), std::vector<std::string>{"instances/a"});
   EXPECT_EQ(store().get(kLease).error().code, Errc::not_found);
 }
@@ -499,29 +502,29 @@ TEST_P(StoreContract, AnUnrefreshedLeaseEndsAndARefreshedOneStays) {
     holder.reset();  // the holder is gone, without unlocking
     auto taken = b->lock(kLease, 30s, "b");
     ASSERT_TRUE(taken) << taken.error().message;
-    EXPECT_TRUE(b->unlock(kLease, *taken));
+    EXPECT_TRUE(b->unlock(kLease, taken->token));
     return;
   }
   const Duration ttl = GetParam().shortest_lease;
   const Key kept_key = key("kept.lock");
   auto kept = store().lock(kept_key, ttl, "a");
   ASSERT_TRUE(kept) << kept.error().message;
-  ASSERT_TRUE(store().refresh_lock(kept_key, *kept, 30s));
+  ASSERT_TRUE(store().refresh_lock(kept_key, kept->token, 30s));
   const auto locked_at = std::chrono::steady_clock::now();
   auto lapsing = store().lock(kLease, ttl, "a");
   ASSERT_TRUE(lapsing) << lapsing.error().message;
   EXPECT_EQ(b->lock(kLease, 30s, "b").error().code, Errc::locked) << "ended at once";
-  const Duration granted = store().lock_granted(kLease, *lapsing);
+  const Duration granted = lapsing->granted;
   ASSERT_NE(granted, kForever) << "a lease that never expires on its own: LeaseEnd::holder?";
 
   const Duration lasts = granted == Duration::zero() ? ttl : granted;
   const auto deadline = locked_at + lasts + 10s;
   const Duration pause = std::clamp<Duration>(ttl / 10, 5ms, 100ms);
-  Result<std::string> taken = std::unexpected(Error{Errc::locked, "not yet"});
+  Result<LockGrant> taken = std::unexpected(Error{Errc::locked, "not yet"});
   while (std::chrono::steady_clock::now() < deadline) {
     // The kept lease is refreshed all along (a server may grant less than
     // asked: nginx's zone), as a guard renews it.
-    ASSERT_TRUE(store().refresh_lock(kept_key, *kept, 30s));
+    ASSERT_TRUE(store().refresh_lock(kept_key, kept->token, 30s));
     taken = b->lock(kLease, 30s, "b");
     if (taken) break;
     ASSERT_EQ(taken.error().code, Errc::locked) << taken.error().message;
@@ -535,11 +538,11 @@ TEST_P(StoreContract, AnUnrefreshedLeaseEndsAndARefreshedOneStays) {
             << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count() << " ms\n";
   // The kept one, locked first with the same ttl, outlived it: refreshes extend.
   EXPECT_EQ(b->lock(kept_key, 30s, "b").error().code, Errc::locked);
-  auto refreshed = store().refresh_lock(kLease, *lapsing, 30s);
+  auto refreshed = store().refresh_lock(kLease, lapsing->token, 30s);
   ASSERT_FALSE(refreshed) << "the ended lease was refreshed";
   EXPECT_TRUE(lost(refreshed.error())) << refreshed.error().message;
-  EXPECT_TRUE(store().unlock(kept_key, *kept));
-  EXPECT_TRUE(b->unlock(kLease, *taken));
+  EXPECT_TRUE(store().unlock(kept_key, kept->token));
+  EXPECT_TRUE(b->unlock(kLease, taken->token));
 }
 
 // ---- credentials
@@ -562,9 +565,9 @@ TEST_P(StoreContract, NoCredentialInAnyMessageOrLogLine) {
     auto token = s.lock(kLease, 5s, "me");
     if (token) {
       (void)s.lock(kLease, 5s, "me");
-      (void)s.refresh_lock(kLease, *token, 5s);
-      (void)s.unlock(kLease, *token);
-      (void)s.unlock(kLease, *token);
+      (void)s.refresh_lock(kLease, token->token, 5s);
+      (void)s.unlock(kLease, token->token);
+      (void)s.unlock(kLease, token->token);
     }
     (void)s.refresh_lock(kLease, "not-a-token", 5s);
     (void)s.remove(key("instances/a"));

@@ -66,7 +66,8 @@ TEST(NetAttempts, AFailureNoRetryCuresEndsAtOnce) {
   EXPECT_EQ(done.result.error().error.code, Errc::permission);
   EXPECT_EQ(done.attempts, 1);
   EXPECT_FALSE(done.gave_up);
-  EXPECT_FALSE(done.may_have_applied_before) << "the last attempt's effect is the caller's to judge";
+  EXPECT_FALSE(done.may_have_applied_before)
+      << "the last attempt's effect is the caller's to judge";
   EXPECT_EQ(hooks, 0);
   EXPECT_EQ(clock.monotonic(), start);
 }

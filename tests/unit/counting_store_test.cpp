@@ -37,12 +37,12 @@ TEST_F(CountingStoreTest, CountsEveryOperationOnceAndForwardsIt) {
   ASSERT_TRUE(store->remove(key("instances/b")));
   auto token = store->lock(key("locks/x"), 10s, "me");
   ASSERT_TRUE(token);
-  ASSERT_TRUE(store->refresh_lock(key("locks/x"), *token, 10s));
+  ASSERT_TRUE(store->refresh_lock(key("locks/x"), token->token, 10s));
   auto holder = store->lock_holder(key("locks/x"));
   ASSERT_TRUE(holder);
-  EXPECT_EQ(holder->token, *token);
+  EXPECT_EQ(holder->token, token->token);
   EXPECT_EQ(holder->owner, "me");
-  ASSERT_TRUE(store->unlock(key("locks/x"), *token));
+  ASSERT_TRUE(store->unlock(key("locks/x"), token->token));
 
   const RequestCounts c = store->counts();
   for (int i = 0; i < kStoreOpCount; ++i) {

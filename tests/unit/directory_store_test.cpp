@@ -642,7 +642,7 @@ TEST_F(DirectoryStoreTest, LockExcludesASecondStoreOnTheSameRoot) {
   ASSERT_TRUE(other);
   auto token = store().lock(k, kTtl, "guard-a@host");
   ASSERT_TRUE(token) << token.error().message;
-  EXPECT_THAT(*token, ::testing::StartsWith("ofd:"));
+  EXPECT_THAT(token->token, ::testing::StartsWith("ofd:"));
 
   auto refused = (*other)->lock(k, kTtl, "guard-b@host");
   ASSERT_FALSE(refused);
@@ -654,7 +654,7 @@ TEST_F(DirectoryStoreTest, LockExcludesASecondStoreOnTheSameRoot) {
   // Other keys are independent.
   EXPECT_TRUE((*other)->lock(key("other.lock"), kTtl, "guard-b@host"));
 
-  ASSERT_TRUE(store().unlock(k, *token));
+  ASSERT_TRUE(store().unlock(k, token->token));
   auto taken = (*other)->lock(k, kTtl, "guard-b@host");
   ASSERT_TRUE(taken) << taken.error().message;
   EXPECT_EQ(store().lock(k, kTtl, "guard-a@host").error().code, Errc::locked);
@@ -695,11 +695,11 @@ TEST_F(DirectoryStoreTest, UnlockThenLockAgain) {
   for (int i = 0; i < 3; ++i) {
     auto token = store().lock(k, kTtl, "me");
     ASSERT_TRUE(token) << token.error().message;
-    ASSERT_TRUE(store().refresh_lock(k, *token, kTtl));
-    ASSERT_TRUE(store().unlock(k, *token));
+    ASSERT_TRUE(store().refresh_lock(k, token->token, kTtl));
+    ASSERT_TRUE(store().unlock(k, token->token));
     // Gone: a second unlock and a refresh say so.
-    EXPECT_EQ(store().unlock(k, *token).error().code, Errc::not_found);
-    EXPECT_EQ(store().refresh_lock(k, *token, kTtl).error().code, Errc::not_found);
+    EXPECT_EQ(store().unlock(k, token->token).error().code, Errc::not_found);
+    EXPECT_EQ(store().refresh_lock(k, token->token, kTtl).error().code, Errc::not_found);
   }
 }
 
@@ -712,13 +712,13 @@ TEST_F(DirectoryStoreTest, RefreshOrUnlockWithAnUnknownTokenFails) {
   auto token = store().lock(k, kTtl, "me");
   ASSERT_TRUE(token);
   // A token for another key, or from another store object, is not ours.
-  EXPECT_EQ(store().refresh_lock(key("elsewhere.lock"), *token, kTtl).error().code,
+  EXPECT_EQ(store().refresh_lock(key("elsewhere.lock"), token->token, kTtl).error().code,
             Errc::not_found);
-  EXPECT_EQ(store().unlock(key("elsewhere.lock"), *token).error().code, Errc::not_found);
+  EXPECT_EQ(store().unlock(key("elsewhere.lock"), token->token).error().code, Errc::not_found);
   auto other = make_directory_store({.root = root()}).value();
-  EXPECT_EQ(other->refresh_lock(k, *token, kTtl).error().code, Errc::not_found);
-  EXPECT_EQ(other->unlock(k, *token).error().code, Errc::not_found);
-  EXPECT_TRUE(store().refresh_lock(k, *token, kTtl));  // still held
+  EXPECT_EQ(other->refresh_lock(k, token->token, kTtl).error().code, Errc::not_found);
+  EXPECT_EQ(other->unlock(k, token->token).error().code, Errc::not_found);
+  EXPECT_TRUE(store().refresh_lock(k, token->token, kTtl));  // still held
 }
 
 TEST_F(DirectoryStoreTest, RefreshNoticesARemovedOrReplacedLockFile) {
@@ -730,11 +730,11 @@ TEST_F(DirectoryStoreTest, RefreshNoticesARemovedOrReplacedLockFile) {
   fs::remove(file);  // someone can now lock a fresh file: our lease is gone
   auto other = make_directory_store({.root = root()}).value();
   ASSERT_TRUE(other->lock(k, kTtl, "them"));
-  auto refreshed = store().refresh_lock(k, *token, kTtl);
+  auto refreshed = store().refresh_lock(k, token->token, kTtl);
   ASSERT_FALSE(refreshed);
   EXPECT_EQ(refreshed.error().code, Errc::not_found);
   EXPECT_THAT(refreshed.error().message, HasSubstr("lock lost"));
-  EXPECT_EQ(store().unlock(k, *token).error().code, Errc::not_found);
+  EXPECT_EQ(store().unlock(k, token->token).error().code, Errc::not_found);
 }
 
 TEST_F(DirectoryStoreTest, LockFilesNeverShowInListOrGet) {
@@ -780,7 +780,7 @@ TEST_F(DirectoryStoreTest, LockExcludesOtherProcessesAndDiesWithItsHolder) {
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), exit_code_of(Errc::locked));
-    ASSERT_TRUE(store().unlock(k, *token));
+    ASSERT_TRUE(store().unlock(k, token->token));
   }
   // A child holds: the parent is refused until the child is killed, then
   // takes over at once.
@@ -812,7 +812,7 @@ TEST_F(DirectoryStoreTest, LockExcludesOtherProcessesAndDiesWithItsHolder) {
   ASSERT_TRUE(WIFSIGNALED(status));
   auto taken = store().lock(k, kTtl, "parent");
   ASSERT_TRUE(taken) << taken.error().message;
-  EXPECT_TRUE(store().refresh_lock(k, *taken, kTtl));
+  EXPECT_TRUE(store().refresh_lock(k, taken->token, kTtl));
 }
 
 TEST_F(DirectoryStoreTest, AProgramTheHolderStartedKeepsTheLockAfterTheHolderDies) {

@@ -127,7 +127,7 @@ class Run {
   bool lock_held() {
     if (!mode_.lease_clock) return false;
     auto token = memory_->lock(key("instances.lock"), 1s, "probe");
-    if (token) (void)memory_->unlock(key("instances.lock"), *token);  // free: leave it so
+    if (token) (void)memory_->unlock(key("instances.lock"), token->token);  // free: leave it so
     return !token && token.error().code == Errc::locked;
   }
 

@@ -559,7 +559,11 @@ class CountingLockStore final : public StoreWrapper {
  public:
   using StoreWrapper::StoreWrapper;
   std::uint64_t next = 41;
-  std::uint64_t lock_epoch(const Key&, std::string_view) override { return next; }
+  Result<LockGrant> lock(const Key& key, Duration ttl, std::string_view owner) override {
+    auto grant = StoreWrapper::lock(key, ttl, owner);
+    if (grant) grant->epoch = next;
+    return grant;
+  }
 };
 
 TEST_F(NativeLeaseTest, TheStoresOwnLockEpochIsTheFencingEpochAndNeverGoesBack) {
@@ -575,19 +579,22 @@ TEST_F(NativeLeaseTest, TheStoresOwnLockEpochIsTheFencingEpochAndNeverGoesBack) 
 
 // A store that grants its own lock timeout whatever the ttl asked, as nginx's
 // dav_ext lock zone does: the lock really lapses after `grant` on the fake
-// clock, and lock_granted() says so.
+// clock, and its grant says so.
 class GrantingStore final : public StoreWrapper {
  public:
   GrantingStore(std::shared_ptr<Store> target, Duration granted)
       : StoreWrapper(std::move(target)), grant(granted) {}
   Duration grant;
-  Result<std::string> lock(const Key& key, Duration, std::string_view owner) override {
-    return StoreWrapper::lock(key, grant, owner);
+  Result<LockGrant> lock(const Key& key, Duration, std::string_view owner) override {
+    auto taken = StoreWrapper::lock(key, grant, owner);
+    if (taken) taken->granted = grant;
+    return taken;
   }
-  Result<void> refresh_lock(const Key& key, std::string_view token, Duration) override {
-    return StoreWrapper::refresh_lock(key, token, grant);
+  Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration) override {
+    auto kept = StoreWrapper::refresh_lock(key, token, grant);
+    if (!kept) return kept;
+    return grant;
   }
-  Duration lock_granted(const Key&, std::string_view) override { return grant; }
 };
 
 TEST_F(NativeLeaseTest, AShorterGrantSetsTheRenewalPeriodAndTheFenceAndNobodyOverlaps) {
@@ -678,7 +685,7 @@ class StaleLockTest : public ModesTest {
         R"({"instance_guard":")" + std::string(id) + R"(","locked_at":")" + format_rfc3339(at) +
         R"(","ttl_ms":)" +
         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(ttl).count()) + "}";
-    return memory->lock(lock, ttl, owner).value();
+    return memory->lock(lock, ttl, owner).value().token;
   }
 };
 
@@ -1083,7 +1090,7 @@ class LockedScanTest : public NativeLeaseTest {
     const Key key = Key::parse("instances.lock").value();
     auto token = memory->lock(key, 1s, "probe");
     if (!token) return false;
-    (void)memory->unlock(key, *token);
+    (void)memory->unlock(key, token->token);
     return true;
   }
 };

@@ -19,7 +19,7 @@
 // Native lease: lock = grant an etcd lease of ceil(ttl) seconds, then
 // txn(create_revision(lock) == 0 -> put lock with that lease); the owner
 // string is the lock's value. The token is "<lease id>:<revision of that
-// put>", and lock_epoch() returns that revision: a fencing number assigned by
+// put>", and the grant's epoch is that revision: a fencing number assigned by
 // the server, larger for every later lock. refresh_lock = lease keep-alive
 // (TTL 0 in the answer: lease gone, Errc::not_found) and then a read of the
 // lock key, which must still carry our lease (else Errc::locked, or
@@ -28,7 +28,7 @@
 // a restart and extends them when a leader is elected, so a holder renews
 // after a short outage. Expiry is judged on the server's clock
 // (server_clock); the ttl given to refresh_lock cannot change a lease's TTL.
-// lock_granted() is the TTL the grant and the last keep-alive answered (etcd
+// The time granted is the TTL the grant and each keep-alive answered (etcd
 // raises a TTL below its minimum).
 //
 // Requests: one libcurl handle per store, reused under a mutex (one

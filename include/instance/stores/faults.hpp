@@ -151,8 +151,8 @@ class INSTANCE_EXPORT FaultStore final : public StoreWrapper {
   Result<std::string> replace_if(const Key& key, std::string_view data,
                                  std::string_view version) override;
   Result<void> remove_if(const Key& key, std::string_view version) override;
-  Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override;
-  Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
+  Result<LockGrant> lock(const Key& key, Duration ttl, std::string_view owner) override;
+  Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
   Result<void> unlock(const Key& key, std::string_view token) override;
   Result<LockHolder> lock_holder(const Key& key) override;
 

@@ -23,7 +23,7 @@
 // CONFLICT DO UPDATE ... WHERE expires_at <= now() setting expires_at =
 // now() + ttl and a new epoch from `<table>_epoch`; refresh = UPDATE ...
 // WHERE token = $t AND expires_at > now(); unlock = DELETE ... WHERE token =
-// $t. The token is "<epoch>.<nonce>"; lock_epoch() reads the epoch from it,
+// $t. The token is "<epoch>.<nonce>"; the grant's epoch is that number,
 // so the guard's fencing epoch is the sequence's number. Capabilities:
 // versions, conditional writes, native lease and server clock, all without
 // probing (PostgreSQL's statements are atomic).

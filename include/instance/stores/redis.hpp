@@ -21,7 +21,7 @@
 // the token; Errc::locked when someone else holds it. refresh_lock and
 // unlock compare the token in a script (PEXPIRE / DEL): absent ->
 // Errc::not_found, someone else's -> Errc::locked (refresh) or not_found
-// (unlock). lock_epoch() reads the epoch from the token. Expiry is judged on
+// (unlock). The grant's epoch is the one the token carries. Expiry is judged on
 // the server's clock (server_clock). Lock and epoch keys never show in
 // list(), and get() of a lock's key is not_found.
 //

@@ -56,7 +56,7 @@
 // `If: (<token>)` and Timeout: 412/409 -> conflict, 423 -> locked, 404 ->
 // not_found (all "lost"). unlock = UNLOCK with `Lock-Token: <token>`;
 // 400/404/409/412 -> not_found. Tokens that are not printable URIs never
-// reach a header. lock_granted() is the timeout the LOCK or refresh reply's
+// reach a header. The time granted is the timeout the LOCK or refresh reply's
 // lockdiscovery names (nginx grants its lock zone's own timeout whatever was
 // asked; Infinite -> kForever; none -> what was asked). The probe locks a scratch document, checks
 // that a second LOCK is refused with 423 and unlocks it; native_lease (and server_clock) are

@@ -86,12 +86,12 @@ Result<void> CountingStore::remove_if(const Key& key, std::string_view version) 
   return StoreWrapper::remove_if(key, version);
 }
 
-Result<std::string> CountingStore::lock(const Key& key, Duration ttl, std::string_view owner) {
+Result<LockGrant> CountingStore::lock(const Key& key, Duration ttl, std::string_view owner) {
   count(StoreOp::lock);
   return StoreWrapper::lock(key, ttl, owner);
 }
 
-Result<void> CountingStore::refresh_lock(const Key& key, std::string_view token, Duration ttl) {
+Result<Duration> CountingStore::refresh_lock(const Key& key, std::string_view token, Duration ttl) {
   count(StoreOp::refresh_lock);
   return StoreWrapper::refresh_lock(key, token, ttl);
 }

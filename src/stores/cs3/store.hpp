@@ -99,8 +99,8 @@ class Cs3Store final : public Store {
   Result<std::string> replace_if(const Key& key, std::string_view data,
                                  std::string_view version) override;
   Result<void> remove_if(const Key& key, std::string_view version) override;
-  Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override;
-  Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
+  Result<LockGrant> lock(const Key& key, Duration ttl, std::string_view owner) override;
+  Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
   Result<void> unlock(const Key& key, std::string_view token) override;
 
  private:

@@ -89,13 +89,13 @@ Attempt<void> Cs3Store::release_lock(const std::string& path, std::string_view l
   return status_failure("Unlock", unlocked->status());
 }
 
-Result<std::string> Cs3Store::lock(const Key& key, Duration ttl, std::string_view owner) {
+Result<LockGrant> Cs3Store::lock(const Key& key, Duration ttl, std::string_view owner) {
   if (auto ok = check_key("lock", key); !ok) return std::unexpected(ok.error());
   if (auto ok = require_native_lease("lock", key); !ok) return std::unexpected(ok.error());
   if (ttl < std::chrono::seconds(1)) ttl = std::chrono::seconds(1);
   const std::string path = lock_path_of(key);
   const std::string id = "urn:uuid:" + random_hex(16);
-  return with_retries<std::string>(
+  auto taken = with_retries<std::string>(
       "lock", key, [&](bool maybe_applied_before) -> Attempt<std::string> {
         if (auto made = ensure_lock_resource(path); !made) return std::unexpected(made.error());
         auto token = set_lock(path, id, ttl, owner);
@@ -118,17 +118,19 @@ Result<std::string> Cs3Store::lock(const Key& key, Duration ttl, std::string_vie
           return id;
         return token;
       });
+  if (!taken) return std::unexpected(std::move(taken.error()));
+  return LockGrant{.token = std::move(*taken)};  // held as long as asked
 }
 
-Result<void> Cs3Store::refresh_lock(const Key& key, std::string_view token, Duration ttl) {
-  if (auto ok = check_key("refresh lock", key); !ok) return ok;
+Result<Duration> Cs3Store::refresh_lock(const Key& key, std::string_view token, Duration ttl) {
+  if (auto ok = check_key("refresh lock", key); !ok) return std::unexpected(ok.error());
   if (!plausible_token(token)) {
     return fail(Errc::not_found, what("refresh lock", key) + " at " + where_ +
                                      ": not a lock token this store hands out");
   }
   if (ttl < std::chrono::seconds(1)) ttl = std::chrono::seconds(1);
   const std::string path = lock_path_of(key);
-  return with_retries<void>("refresh lock", key, [&](bool) -> Attempt<void> {
+  auto kept = with_retries<void>("refresh lock", key, [&](bool) -> Attempt<void> {
     auto refreshed = call<sp::RefreshLockResponse>(
         "RefreshLock", [&](auto& stub, auto* c, auto* resp, const Session& s) {
           sp::RefreshLockRequest request;
@@ -151,6 +153,8 @@ Result<void> Cs3Store::refresh_lock(const Key& key, std::string_view token, Dura
         return status_failure("RefreshLock", refreshed->status());
     }
   });
+  if (!kept) return std::unexpected(std::move(kept.error()));
+  return Duration::zero();  // held as long as asked
 }
 
 Result<void> Cs3Store::unlock(const Key& key, std::string_view token) {

@@ -568,7 +568,7 @@ class DirectoryStore final : public Store {
 
   // Native leases: an OFD write lock on <root>/locks~/<name>. `ttl` plays no
   // part: the lock lasts until unlock() or until the holding process dies.
-  Result<std::string> lock(const Key& key, Duration, std::string_view owner) override {
+  Result<LockGrant> lock(const Key& key, Duration, std::string_view owner) override {
     const Context ctx("lock", key, where_);
     if (key.empty()) return ctx.fail(Errc::invalid, "the root key cannot be locked");
     auto folder = open_lease_folder(ctx, true);
@@ -611,12 +611,12 @@ class DirectoryStore final : public Store {
     const std::lock_guard guard(leases_mutex_);
     const std::uint64_t id = ++last_lease_id_;
     leases_.emplace(id, Lease{key, name, std::move(fd)});
-    return "ofd:" + std::to_string(id);
+    return LockGrant{.token = "ofd:" + std::to_string(id)};
   }
 
   // The lease is ours while its descriptor is open and the lock file is still
   // the file it locked (not removed or replaced behind our back).
-  Result<void> refresh_lock(const Key& key, std::string_view token, Duration) override {
+  Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration) override {
     const Context ctx("refresh lock", key, where_);
     const std::lock_guard guard(leases_mutex_);
     const auto it = find_lease(key, token);
@@ -630,7 +630,7 @@ class DirectoryStore final : public Store {
       if (held.error().code == Errc::not_found) leases_.erase(it);
       return std::unexpected(held.error());
     }
-    return {};
+    return Duration::zero();
   }
 
   Result<void> unlock(const Key& key, std::string_view token) override {

@@ -275,7 +275,7 @@ class EtcdStore final : public Store {
     return fail(Errc::conflict, what + ": the version is no longer " + std::to_string(*revision));
   }
 
-  Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override {
+  Result<LockGrant> lock(const Key& key, Duration ttl, std::string_view owner) override {
     const std::string what = "etcd lock " + key.str() + " at " + shown_;
     if (key.empty()) return fail(Errc::invalid, what + ": the root cannot be locked");
     const auto seconds = std::max<std::int64_t>(
@@ -296,10 +296,12 @@ class EtcdStore final : public Store {
       revoke_quietly(*lease);
       return std::unexpected(reply.error());
     }
+    // The epoch: the revision of the lock's put, greater than every
+    // earlier lock's of the key.
     auto taken = [&](std::int64_t revision) {
-      std::string token = std::to_string(*lease) + ":" + std::to_string(revision);
-      grants_.remember(token, grant);
-      return token;
+      return LockGrant{.token = std::to_string(*lease) + ":" + std::to_string(revision),
+                       .epoch = static_cast<std::uint64_t>(revision),
+                       .granted = grant};
     };
     if (reply->succeeded) return taken(reply->revision);
     if (reply->kv) {
@@ -318,7 +320,7 @@ class EtcdStore final : public Store {
                                   (holder.empty() ? std::string() : " (" + holder + ")"));
   }
 
-  Result<void> refresh_lock(const Key& key, std::string_view token, Duration) override {
+  Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration) override {
     const std::string what = "etcd refresh lock " + key.str() + " at " + shown_;
     const auto t = parse_token(token);
     if (!t) return fail(Errc::invalid, what + ": not a lock token of this store");
@@ -343,15 +345,13 @@ class EtcdStore final : public Store {
     if (!lease || !created || *lease != t->lease || *created != t->revision) {
       return fail(Errc::locked, what + ": the lock now belongs to another lease");
     }
-    grants_.remember(token, std::chrono::seconds(*remaining));
-    return {};
+    return Duration(std::chrono::seconds(*remaining));
   }
 
   Result<void> unlock(const Key& key, std::string_view token) override {
     const std::string what = "etcd unlock " + key.str() + " at " + shown_;
     const auto t = parse_token(token);
     if (!t) return fail(Errc::invalid, what + ": not a lock token of this store");
-    grants_.forget(token);
     auto reply = call(what + " (lease revoke)", "/v3/lease/revoke",
                       {{"ID", std::to_string(t->lease)}}, kMaxSmallReply);
     if (!reply) {
@@ -361,15 +361,6 @@ class EtcdStore final : public Store {
       return std::unexpected(reply.error());
     }
     return {};
-  }
-
-  std::uint64_t lock_epoch(const Key&, std::string_view token) override {
-    const auto t = parse_token(token);
-    return t ? static_cast<std::uint64_t>(t->revision) : 0;
-  }
-
-  Duration lock_granted(const Key&, std::string_view token) override {
-    return grants_.granted(token);
   }
 
  private:
@@ -583,7 +574,6 @@ class EtcdStore final : public Store {
   std::string shown_;
   TunedTimeouts timeouts_;           // retry_deadline, request_timeout, max_clock_skew (tune())
   net::ServerDateCheck date_check_;  // warns once about the server's clock
-  LockGrants grants_;                // each lock token's granted TTL (lock_granted)
   std::mutex auth_mu_;
   std::string token_;           // from /v3/auth/authenticate; guarded by auth_mu_
   bool auth_disabled_ = false;  // guarded by auth_mu_

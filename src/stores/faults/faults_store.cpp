@@ -405,16 +405,16 @@ Result<void> FaultStore::remove_if(const Key& key, std::string_view version) {
   });
 }
 
-Result<std::string> FaultStore::lock(const Key& key, Duration ttl, std::string_view owner) {
+Result<LockGrant> FaultStore::lock(const Key& key, Duration ttl, std::string_view owner) {
   const auto d = state_->decide(StoreOp::lock, key);
-  return state_->intercept<std::string>(*this, StoreOp::lock, key, d,
-                                        [&] { return target().lock(key, ttl, owner); });
+  return state_->intercept<LockGrant>(*this, StoreOp::lock, key, d,
+                                      [&] { return target().lock(key, ttl, owner); });
 }
 
-Result<void> FaultStore::refresh_lock(const Key& key, std::string_view token, Duration ttl) {
+Result<Duration> FaultStore::refresh_lock(const Key& key, std::string_view token, Duration ttl) {
   const auto d = state_->decide(StoreOp::refresh_lock, key);
-  return state_->intercept<void>(*this, StoreOp::refresh_lock, key, d,
-                                 [&] { return target().refresh_lock(key, token, ttl); });
+  return state_->intercept<Duration>(*this, StoreOp::refresh_lock, key, d,
+                                     [&] { return target().refresh_lock(key, token, ttl); });
 }
 
 Result<void> FaultStore::unlock(const Key& key, std::string_view token) {

@@ -23,7 +23,7 @@ class MemoryStore final : public Store {
             .ends_stale_locks = clock_ != nullptr && outlive_};
   }
 
-  Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override {
+  Result<LockGrant> lock(const Key& key, Duration ttl, std::string_view owner) override {
     if (!clock_) return Store::lock(key, ttl, "");
     std::lock_guard lock(mu_);
     const MonoTime now = clock_->monotonic();
@@ -32,7 +32,7 @@ class MemoryStore final : public Store {
     }
     const std::string token = "mem-" + std::to_string(++last_version_);
     locks_[key] = {token, now + ttl, std::string(owner)};
-    return token;
+    return LockGrant{.token = token};
   }
 
   Result<LockHolder> lock_holder(const Key& key) override {
@@ -45,7 +45,7 @@ class MemoryStore final : public Store {
     return LockHolder{.token = it->second.token, .owner = it->second.owner};
   }
 
-  Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override {
+  Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration ttl) override {
     if (!clock_) return Store::refresh_lock(key, token, ttl);
     std::lock_guard lock(mu_);
     const MonoTime now = clock_->monotonic();
@@ -54,7 +54,7 @@ class MemoryStore final : public Store {
       return fail(Errc::locked, "refresh lock " + key.str() + " in memory: no longer ours");
     }
     it->second.expires = now + ttl;
-    return {};
+    return Duration::zero();
   }
 
   Result<void> unlock(const Key& key, std::string_view token) override {

@@ -204,7 +204,7 @@ class PostgresStore final : public Store {
     return fail(Errc::not_found, what("conditional remove", key) + ": not found");
   }
 
-  Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override {
+  Result<LockGrant> lock(const Key& key, Duration ttl, std::string_view owner) override {
     if (key.empty()) return fail(Errc::invalid, "lock at " + options_.endpoint + ": empty key");
     const std::string& k = key.str();
     const std::string nonce = random_nonce();
@@ -219,13 +219,12 @@ class PostgresStore final : public Store {
                                     "clock)");
     }
     const Row& row = reply->rows.front();
-    if (row.empty() || !row[0] || !parse_number(*row[0])) {
-      return malformed("lock", key, "no epoch returned");
-    }
-    return *row[0] + "." + nonce;
+    const auto epoch = row.empty() || !row[0] ? std::nullopt : parse_number(*row[0]);
+    if (!epoch) return malformed("lock", key, "no epoch returned");
+    return LockGrant{.token = *row[0] + "." + nonce, .epoch = *epoch};
   }
 
-  Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override {
+  Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration ttl) override {
     const auto parsed = parse_token(token);
     if (!parsed) return fail(Errc::not_found, what("refresh lock", key) + ": not a token of ours");
     const std::string& k = key.str();
@@ -237,7 +236,7 @@ class PostgresStore final : public Store {
       return fail(Errc::locked, what("refresh lock", key) +
                                     ": no longer ours (expired on the server's clock, or taken)");
     }
-    return {};
+    return Duration::zero();  // as asked
   }
 
   Result<void> unlock(const Key& key, std::string_view token) override {
@@ -251,11 +250,6 @@ class PostgresStore final : public Store {
       return fail(Errc::not_found, what("unlock", key) + ": not ours (expired or taken)");
     }
     return {};
-  }
-
-  std::uint64_t lock_epoch(const Key&, std::string_view token) override {
-    const auto parsed = parse_token(token);
-    return parsed ? parsed->epoch : 0;  // 0: not a token of ours, no number
   }
 
  private:

@@ -211,7 +211,7 @@ class RedisStore final : public Store {
     return fail(Errc::conflict, what(op, key) + ": the version changed (someone else wrote)");
   }
 
-  Result<std::string> lock(const Key& key, Duration ttl, std::string_view) override {
+  Result<LockGrant> lock(const Key& key, Duration ttl, std::string_view) override {
     if (ttl <= Duration::zero())
       return fail(Errc::invalid, what("lock", key) + ": ttl must be positive");
     auto sent =
@@ -221,12 +221,13 @@ class RedisStore final : public Store {
     if (type_of(r) == ReplyType::nil) {
       return fail(Errc::locked, what("lock", key) + ": held by another instance");
     }
-    if (type_of(r) != ReplyType::string || !parse_epoch(text_of(r)))
-      return bad_reply("lock", key, r);
-    return std::string(text_of(r));
+    const auto epoch = type_of(r) == ReplyType::string ? parse_epoch(text_of(r)) : std::nullopt;
+    if (!epoch) return bad_reply("lock", key, r);
+    // The token carries the lock's epoch: the count of every lock of the key.
+    return LockGrant{.token = std::string(text_of(r)), .epoch = *epoch};
   }
 
-  Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override {
+  Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration ttl) override {
     constexpr std::string_view op = "refresh lock";
     if (ttl <= Duration::zero())
       return fail(Errc::invalid, what(op, key) + ": ttl must be positive");
@@ -235,7 +236,7 @@ class RedisStore final : public Store {
     if (!sent) return std::unexpected(sent.error());
     auto status = integer(op, key, *sent->reply);
     if (!status) return std::unexpected(status.error());
-    if (*status == 1) return {};
+    if (*status == 1) return Duration::zero();  // as asked
     if (*status == 0) {
       return fail(Errc::not_found, what(op, key) +
                                        ": the lock is gone (it expired on the "
@@ -251,10 +252,6 @@ class RedisStore final : public Store {
     if (!status) return std::unexpected(status.error());
     if (*status == 1) return {};
     return fail(Errc::not_found, what("unlock", key) + ": the lock was no longer ours");
-  }
-
-  std::uint64_t lock_epoch(const Key&, std::string_view token) override {
-    return parse_epoch(token).value_or(0);  // 0: not a token of ours, no number
   }
 
  private:

@@ -110,15 +110,11 @@ class WebDavStore final : public Store {
     if (auto ok = require_conditional_writes("conditional remove", key); !ok) return ok;
     return erase("conditional remove", key, {Condition::match, version});
   }
-  Result<std::string> lock(const Key& key, Duration ttl, std::string_view owner) override;
-  Result<void> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
+  Result<LockGrant> lock(const Key& key, Duration ttl, std::string_view owner) override;
+  Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
   Result<void> unlock(const Key& key, std::string_view token) override;
   // PROPFIND of the lock resource's DAV:lockdiscovery.
   Result<LockHolder> lock_holder(const Key& key) override;
-  // The LOCK reply's timeout (a server may grant its own: nginx's lock zone).
-  Duration lock_granted(const Key&, std::string_view token) override {
-    return grants_.granted(token);
-  }
 
  private:
   // The final answer to a request after retries.
@@ -173,15 +169,15 @@ class WebDavStore final : public Store {
   // The raw lease requests on the resource `at` (already mapped: kLockFolder
   // for the guard's leases, a scratch URL for the probe); messages name `key`.
   // `status` and `server`, when given, receive the last reply's.
-  Result<std::string> send_lock(std::string_view op, const Key& key, const Key& at, Duration ttl,
-                                std::string_view owner, long* status = nullptr,
-                                std::string* server = nullptr);
+  Result<LockGrant> send_lock(std::string_view op, const Key& key, const Key& at, Duration ttl,
+                              std::string_view owner, long* status = nullptr,
+                              std::string* server = nullptr);
   // Makes `at` an (empty) document unless it exists: Apache's LOCK of an
   // unmapped URL is not atomic (several concurrent LOCKs all win), its LOCK
   // of an existing document is. Done once per resource and store.
   Result<void> make_lock_resource(std::string_view op, const Key& key, const Key& at);
-  Result<void> send_refresh(std::string_view op, const Key& key, const Key& at,
-                            std::string_view token, Duration ttl);
+  Result<Duration> send_refresh(std::string_view op, const Key& key, const Key& at,
+                                std::string_view token, Duration ttl);
   Result<void> send_unlock(std::string_view op, const Key& key, const Key& at,
                            std::string_view token);
   // PROPFIND of `at`'s DAV:lockdiscovery: who holds its lock.
@@ -278,7 +274,6 @@ class WebDavStore final : public Store {
 
   net::ServerDateCheck date_check_;        // warns once about the server clock
   std::atomic<bool> base_checked_{false};  // ensure_base found nothing to refuse
-  LockGrants grants_;                      // what each lock token was granted (lock_granted)
 };
 
 }  // namespace instance::webdav

@@ -109,13 +109,13 @@ Result<void> WebDavStore::require_native_lease(std::string_view op, const Key& k
                                      "capability log)");
 }
 
-Result<std::string> WebDavStore::lock(const Key& key, Duration ttl, std::string_view owner) {
+Result<LockGrant> WebDavStore::lock(const Key& key, Duration ttl, std::string_view owner) {
   if (key.empty()) return fail(Errc::invalid, "lock at " + where_ + ": empty key");
   if (auto ok = require_native_lease("lock", key); !ok) return std::unexpected(ok.error());
   return send_lock("lock", key, lock_key_of(key), ttl, owner);
 }
 
-Result<void> WebDavStore::refresh_lock(const Key& key, std::string_view token, Duration ttl) {
+Result<Duration> WebDavStore::refresh_lock(const Key& key, std::string_view token, Duration ttl) {
   if (key.empty()) return fail(Errc::invalid, "refresh lock at " + where_ + ": empty key");
   return send_refresh("refresh lock", key, lock_key_of(key), token, ttl);
 }
@@ -162,9 +162,9 @@ Result<LockHolder> WebDavStore::send_lock_discovery(std::string_view op, const K
   return LockHolder{.token = std::move(active->token), .owner = std::move(active->owner)};
 }
 
-Result<std::string> WebDavStore::send_lock(std::string_view op, const Key& key, const Key& at,
-                                           Duration ttl, std::string_view owner, long* status,
-                                           std::string* server) {
+Result<LockGrant> WebDavStore::send_lock(std::string_view op, const Key& key, const Key& at,
+                                         Duration ttl, std::string_view owner, long* status,
+                                         std::string* server) {
   // lighttpd answers 403 (not 409) to a LOCK under a missing folder: make the
   // folders first (free once they are known).
   if (auto made = make_folders(at); !made) return std::unexpected(made.error());
@@ -210,8 +210,9 @@ Result<std::string> WebDavStore::send_lock(std::string_view op, const Key& key, 
   if (!plausible_token(token)) {
     return malformed(op, key, "the server's lock token \"" + printable(token) + "\" is not a URI");
   }
-  grants_.remember(token, granted_of(active ? active->timeout : std::string_view{}, ttl));
-  return token;
+  // The server may grant a timeout of its own (nginx's lock zone).
+  const Duration granted = granted_of(active ? active->timeout : std::string_view{}, ttl);
+  return LockGrant{.token = std::move(token), .granted = granted};
 }
 
 Result<void> WebDavStore::make_lock_resource(std::string_view op, const Key& key, const Key& at) {
@@ -241,8 +242,8 @@ Result<void> WebDavStore::make_lock_resource(std::string_view op, const Key& key
   return {};
 }
 
-Result<void> WebDavStore::send_refresh(std::string_view op, const Key& key, const Key& at,
-                                       std::string_view token, Duration ttl) {
+Result<Duration> WebDavStore::send_refresh(std::string_view op, const Key& key, const Key& at,
+                                           std::string_view token, Duration ttl) {
   auto gone = [&](Errc code, std::string_view why) {
     return fail(code, what(op, key) + " at " + where_ + ": lock lost: " + std::string(why));
   };
@@ -264,8 +265,7 @@ Result<void> WebDavStore::send_refresh(std::string_view op, const Key& key, cons
       return gone(Errc::conflict, "the server no longer knows the token (it granted a new lock)");
     }
     const auto active = parse_lock_discovery(r.body, token);
-    grants_.remember(token, granted_of(active ? active->timeout : std::string_view{}, ttl));
-    return {};
+    return granted_of(active ? active->timeout : std::string_view{}, ttl);
   }
   if (r.transport_ok()) {
     switch (r.status) {
@@ -296,7 +296,6 @@ Result<void> WebDavStore::send_unlock(std::string_view op, const Key& key, const
                                      ": not locked with this token (expired or already released)");
   };
   if (!plausible_token(token)) return gone();
-  grants_.forget(token);
   net::Request request{.method = "UNLOCK",
                        .url = key_url(base_, at, false),
                        .headers = {"Lock-Token: <" + std::string(token) + ">"},
@@ -353,7 +352,7 @@ bool WebDavStore::probe_native_lease() {
   std::string finding;
   if (second) {
     finding = "a second LOCK of a locked document was granted: locks are not exclusive";
-    (void)send_unlock("probe unlock", scratch, scratch, *second);
+    (void)send_unlock("probe unlock", scratch, scratch, second->token);
   } else if (!exclusive) {
     finding = "a second LOCK of a locked document answered: " + second.error().message;
   }
@@ -366,7 +365,7 @@ bool WebDavStore::probe_native_lease() {
     // sabre/dav lists the lock without its token: the holder's lease
     // document then carries it, and an UNLOCK with a token that no longer
     // holds ends nothing.
-    lock_discovery_ = named && (named->token.empty() || named->token == *token);
+    lock_discovery_ = named && (named->token.empty() || named->token == token->token);
     if (!lock_discovery_) {
       const LogField fields[] = {
           {"store", where_}, {"finding", named ? "it names another token" : named.error().message}};
@@ -376,7 +375,7 @@ bool WebDavStore::probe_native_lease() {
                            fields);
     }
   }
-  auto unlocked = send_unlock("probe unlock", scratch, scratch, *token);
+  auto unlocked = send_unlock("probe unlock", scratch, scratch, token->token);
   if (exclusive && !unlocked) {
     exclusive = false;
     finding = "UNLOCK failed: " + unlocked.error().message;

@@ -116,7 +116,7 @@ TEST(Cs3Primitives, ExactlyOneConcurrentLockWins) {
         return false;
       }
       std::lock_guard lock(mu);
-      held.emplace_back(i, *t);
+      held.emplace_back(i, t->token);
       return true;
     });
     ASSERT_EQ(won, 1) << "round " << round;

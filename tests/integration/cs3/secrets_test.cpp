@@ -43,7 +43,8 @@ TEST(Cs3Secrets, NoSecretOrTokenInAnyLogLineErrorOrRecord) {
     record(s->remove_if(key("instances/a"), "\"bogus\""));
     auto token = s->lock(key("instances.lock"), std::chrono::seconds(5), "me");
     record(token);
-    if (token) record(s->refresh_lock(key("instances.lock"), *token, std::chrono::seconds(5)));
+    if (token)
+      record(s->refresh_lock(key("instances.lock"), token->token, std::chrono::seconds(5)));
     record(s->refresh_lock(key("instances.lock"), "urn:uuid:not-ours", std::chrono::seconds(5)));
     gateway.expire_tokens();  // and authenticate again
     record(s->remove(key("instances/a")));

@@ -26,7 +26,7 @@ StoreFactory etcd_auth() {
             };
           },
           .skip_reason = etcd_missing,
-          // etcd grants at least its own minimum TTL: lock_granted says how long.
+          // etcd grants at least its own minimum TTL: the grant says how long.
           .shortest_lease = 1s,
           .secret = EtcdServer::kRootPassword,
           .with_secret =

@@ -101,34 +101,36 @@ TEST_F(EtcdStoreTest, ARefusedLockNamesItsHolder) {
   ASSERT_FALSE(other);
   EXPECT_EQ(other.error().code, Errc::locked);
   EXPECT_NE(other.error().message.find("guard-a"), std::string::npos) << other.error().message;
-  ASSERT_TRUE(a->unlock(key("instances.lock"), *token));
+  ASSERT_TRUE(a->unlock(key("instances.lock"), token->token));
 }
 
-// lock_granted is the TTL etcd's grant and keep-alive answer (etcd raises a
-// TTL below its minimum); forgotten at unlock.
+// The time granted is the TTL etcd's grant and keep-alive answer (etcd
+// raises a TTL below its minimum); the epoch is the lock put's revision.
 TEST_F(EtcdStoreTest, TheLockGrantIsTheLeasesTtl) {
   auto s = store();
   const Key k = key("instances.lock");
-  auto token = s->lock(k, 30s, "a").value();
-  EXPECT_EQ(s->lock_granted(k, token), Duration(30s));
-  ASSERT_TRUE(s->refresh_lock(k, token, 30s));
-  EXPECT_EQ(s->lock_granted(k, token), Duration(30s));
-  ASSERT_TRUE(s->unlock(k, token));
-  EXPECT_EQ(s->lock_granted(k, token), Duration::zero());
+  auto grant = s->lock(k, 30s, "a").value();
+  EXPECT_EQ(grant.granted, Duration(30s));
+  EXPECT_GT(grant.epoch, 0u);
+  EXPECT_TRUE(grant.token.ends_with(":" + std::to_string(grant.epoch))) << grant.token;
+  auto kept = s->refresh_lock(k, grant.token, 30s);
+  ASSERT_TRUE(kept) << kept.error().message;
+  EXPECT_EQ(*kept, Duration(30s));
+  ASSERT_TRUE(s->unlock(k, grant.token));
 }
 
 TEST_F(EtcdStoreTest, ALockKeyDeletedBehindOurBackIsLost) {
   auto a = store();
   auto b = store();
   const Key k = key("instances.lock");
-  auto token = a->lock(k, 30s, "a").value();
+  const std::string token = a->lock(k, 30s, "a").value().token;
   Raw(server()).remove(prefix_ + "#lock/instances.lock");
   EXPECT_EQ(a->refresh_lock(k, token, 30s).error().code, Errc::not_found);
   auto taken = b->lock(k, 30s, "b");
   ASSERT_TRUE(taken) << taken.error().message;
   // Our lease still lives, but the lock is someone else's now.
   EXPECT_EQ(a->refresh_lock(k, token, 30s).error().code, Errc::locked);
-  EXPECT_TRUE(b->refresh_lock(k, *taken, 30s));
+  EXPECT_TRUE(b->refresh_lock(k, taken->token, 30s));
   EXPECT_EQ(a->refresh_lock(k, "garbage", 30s).error().code, Errc::invalid);
 }
 
@@ -216,7 +218,7 @@ TEST(EtcdTls, EtcdsVerifiesTheServerWithTheGivenCa) {
   EXPECT_EQ(s->get(key("instances/a"))->data, "over tls");
   auto token = s->lock(key("instances.lock"), 30s, "tls");
   ASSERT_TRUE(token) << token.error().message;
-  EXPECT_TRUE(s->refresh_lock(key("instances.lock"), *token, 30s));
+  EXPECT_TRUE(s->refresh_lock(key("instances.lock"), token->token, 30s));
 
   // Without the CA the certificate is refused, and the error says what to do.
   open.ca_file.clear();

@@ -68,11 +68,11 @@ TEST_F(PostgresStoreTest, LeaseExpiryIsComputedAndJudgedOnTheServersClock) {
   expire_leases();
   auto b = other->lock(k, 60s, "b");
   ASSERT_TRUE(b) << b.error().message;
-  auto refreshed = store_->refresh_lock(k, *a, 60s);
+  auto refreshed = store_->refresh_lock(k, a->token, 60s);
   ASSERT_FALSE(refreshed);
   EXPECT_EQ(refreshed.error().code, Errc::locked) << refreshed.error().message;
-  EXPECT_EQ(store_->unlock(k, *a).error().code, Errc::not_found);
-  EXPECT_TRUE(other->refresh_lock(k, *b, 60s));
+  EXPECT_EQ(store_->unlock(k, a->token).error().code, Errc::not_found);
+  EXPECT_TRUE(other->refresh_lock(k, b->token, 60s));
 }
 
 TEST_F(PostgresStoreTest, AnExpiredLeaseCannotBeRefreshedEvenWhenNobodyTookIt) {
@@ -80,7 +80,7 @@ TEST_F(PostgresStoreTest, AnExpiredLeaseCannotBeRefreshedEvenWhenNobodyTookIt) {
   auto a = store_->lock(k, 60s, "a");
   ASSERT_TRUE(a);
   expire_leases();
-  EXPECT_EQ(store_->refresh_lock(k, *a, 60s).error().code, Errc::locked);
+  EXPECT_EQ(store_->refresh_lock(k, a->token, 60s).error().code, Errc::locked);
 }
 
 TEST_F(PostgresStoreTest, ClientClocksDoNotMatterButSkewIsReported) {
@@ -109,13 +109,13 @@ TEST_F(PostgresStoreTest, EpochsComeFromTheSequenceAndNeverRepeat) {
   for (int i = 0; i < 5; ++i) {
     auto t = store_->lock(k, 1min, "a");
     ASSERT_TRUE(t) << t.error().message;
-    const auto epoch = store_->lock_epoch(k, *t);
+    const auto epoch = t->epoch;
     EXPECT_GT(epoch, 0u);
     EXPECT_GT(epoch, last);
     last = epoch;
     EXPECT_EQ(server().admin("SELECT epoch FROM " + table_ + " WHERE kind = 'l'"),
               std::to_string(epoch));
-    ASSERT_TRUE(store_->unlock(k, *t));
+    ASSERT_TRUE(store_->unlock(k, t->token));
   }
   EXPECT_EQ(server().admin("SELECT last_value FROM " + table_ + "_epoch"), std::to_string(last));
 }
@@ -222,7 +222,7 @@ TEST_F(PostgresStoreTest, ReconnectsAfterARestartAndKeepsTheLease) {
   EXPECT_EQ(during.error().code, Errc::unavailable) << during.error().message;
   ASSERT_TRUE(server().start());
   EXPECT_EQ(store_->get(key("instances/a"))->data, "before");
-  EXPECT_TRUE(store_->refresh_lock(k, *token, 5min));
+  EXPECT_TRUE(store_->refresh_lock(k, token->token, 5min));
   EXPECT_EQ(another()->lock(k, 5min, "b").error().code, Errc::locked);
 }
 

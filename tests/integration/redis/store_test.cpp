@@ -128,13 +128,15 @@ TEST(RedisStore, EpochsCountGrantsInTheServersEpochKey) {
   auto a = store_on(server, server.options(prefix));
   auto b = store_on(server, server.options(prefix));
   const Key lock = key("instances.lock");
-  const std::string t1 = a->lock(lock, 30s, "a").value();
-  EXPECT_EQ(a->lock_epoch(lock, t1), 1u);
+  const LockGrant g1 = a->lock(lock, 30s, "a").value();
+  const std::string& t1 = g1.token;
+  EXPECT_EQ(g1.epoch, 1u);
   EXPECT_EQ(b->refresh_lock(lock, "1:not-the-token", 30s).error().code, Errc::locked);
   EXPECT_EQ(b->unlock(lock, "1:not-the-token").error().code, Errc::not_found);
   ASSERT_TRUE(a->unlock(lock, t1));
-  const std::string t2 = b->lock(lock, 30s, "b").value();
-  EXPECT_EQ(b->lock_epoch(lock, t2), 2u);
+  const LockGrant g2 = b->lock(lock, 30s, "b").value();
+  const std::string& t2 = g2.token;
+  EXPECT_EQ(g2.epoch, 2u);
   EXPECT_EQ(server.command({"GET", prefix + "epoch:instances.lock"}), "2");
   ASSERT_TRUE(b->unlock(lock, t2));
 }
@@ -147,7 +149,7 @@ TEST(RedisStore, TheLeaseExpiryIsTheServers) {
   auto store = store_on(server, server.options(prefix));
   const Key lock = key("instances.lock");
   const std::string redis_key = prefix + "lock:instances.lock";
-  const std::string token = store->lock(lock, 20s, "a").value();
+  const std::string token = store->lock(lock, 20s, "a").value().token;
   auto pttl = [&] { return std::stoll(server.command({"PTTL", redis_key}).substr(10)); };
   EXPECT_GT(pttl(), 10'000);
   EXPECT_LE(pttl(), 20'000);

@@ -56,7 +56,7 @@ TEST_P(TrustedLease, SecondHolderIsRefusedUntilUnlock) {
   auto b = store();
   auto token = a->lock(kLease, seconds(30), "guard-a");
   ASSERT_TRUE(token) << token.error().message;
-  EXPECT_FALSE(token->empty());
+  EXPECT_FALSE(token->token.empty());
 
   auto refused = b->lock(kLease, seconds(30), "guard-b");
   ASSERT_FALSE(refused);
@@ -65,20 +65,20 @@ TEST_P(TrustedLease, SecondHolderIsRefusedUntilUnlock) {
   // Not re-entrant: the same store is refused too.
   EXPECT_EQ(a->lock(kLease, seconds(30), "guard-a").error().code, Errc::locked);
 
-  ASSERT_TRUE(a->refresh_lock(kLease, *token, seconds(30)));
-  ASSERT_TRUE(a->unlock(kLease, *token));
+  ASSERT_TRUE(a->refresh_lock(kLease, token->token, seconds(30)));
+  ASSERT_TRUE(a->unlock(kLease, token->token));
   auto taken = b->lock(kLease, seconds(30), "guard-b");
   ASSERT_TRUE(taken) << taken.error().message;
-  EXPECT_NE(*taken, *token);
-  ASSERT_TRUE(b->unlock(kLease, *taken));
+  EXPECT_NE(taken->token, token->token);
+  ASSERT_TRUE(b->unlock(kLease, taken->token));
 }
 
 TEST_P(TrustedLease, UnlockTwiceSaysNotFound) {
   auto s = store();
   auto token = s->lock(kLease, seconds(30), "me");
   ASSERT_TRUE(token) << token.error().message;
-  ASSERT_TRUE(s->unlock(kLease, *token));
-  auto again = s->unlock(kLease, *token);
+  ASSERT_TRUE(s->unlock(kLease, token->token));
+  auto again = s->unlock(kLease, token->token);
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().code, Errc::not_found) << again.error().message;
 }
@@ -88,13 +88,13 @@ TEST_P(Lease, ForeignOrHostileTokensNeverReachAHeader) {
   auto token = s->lock(kLease, seconds(30), "me");
   ASSERT_TRUE(token);
   const auto before = stats_->requests.load();
-  for (const std::string& bad :
-       {std::string(""), *token + ">\r\nX-Injected: 1", std::string("a b"), std::string("<x>")}) {
+  for (const std::string& bad : {std::string(""), token->token + ">\r\nX-Injected: 1",
+                                 std::string("a b"), std::string("<x>")}) {
     EXPECT_EQ(s->refresh_lock(kLease, bad, seconds(30)).error().code, Errc::not_found);
     EXPECT_EQ(s->unlock(kLease, bad).error().code, Errc::not_found);
   }
   EXPECT_EQ(stats_->requests.load(), before);
-  ASSERT_TRUE(s->unlock(kLease, *token));
+  ASSERT_TRUE(s->unlock(kLease, token->token));
 }
 
 TEST_P(TrustedLease, RefreshWithAWrongTokenIsLostOnApache) {
@@ -116,13 +116,13 @@ TEST_P(TrustedLease, RefreshWithAWrongTokenIsLostOnApache) {
               << (r ? "success" : r.error().message) << "\n";
   }
   // A refresh of a key we never locked.
-  auto none = s->refresh_lock(key("never.lock"), *token, seconds(30));
+  auto none = s->refresh_lock(key("never.lock"), token->token, seconds(30));
   if (apache()) {
     ASSERT_FALSE(none);
     EXPECT_TRUE(none.error().code == Errc::conflict || none.error().code == Errc::not_found)
         << none.error().message;
   }
-  ASSERT_TRUE(s->unlock(kLease, *token));
+  ASSERT_TRUE(s->unlock(kLease, token->token));
 }
 
 TEST_P(TrustedLease, LeasesNeverShowInListingsAndAreNotDocuments) {
@@ -143,8 +143,8 @@ TEST_P(TrustedLease, LeasesNeverShowInListingsAndAreNotDocuments) {
   EXPECT_EQ(s->get(key("instances/b")).error().code, Errc::not_found);
   // A document and a lease of the same key do not disturb each other.
   EXPECT_EQ(s->get(key("instances/a"))->data, "{}");
-  ASSERT_TRUE(s->unlock(kLease, *outer));
-  ASSERT_TRUE(s->unlock(key("instances/b"), *inner));
+  ASSERT_TRUE(s->unlock(kLease, outer->token));
+  ASSERT_TRUE(s->unlock(key("instances/b"), inner->token));
   // Unlocked (lighttpd keeps an empty lock-null file): still not listed.
   EXPECT_EQ(s->list(Key{})->size(), 1u);
   EXPECT_EQ(s->get(kLease).error().code, Errc::not_found);
@@ -155,7 +155,7 @@ TEST_P(Lease, OwnerIsEscapedAndMissingFoldersAreCreated) {
   const Key deep = key("deeper/still/instances.lock");
   auto token = s->lock(deep, seconds(30), "a&b <c> \"d\" 'e' \x01 \xC3\xA9");
   ASSERT_TRUE(token) << token.error().message;
-  ASSERT_TRUE(s->unlock(deep, *token));
+  ASSERT_TRUE(s->unlock(deep, token->token));
   EXPECT_TRUE(s->list(Key{})->empty());
 }
 
@@ -200,7 +200,7 @@ TEST_P(Lease, ConcurrentLocksHaveExactlyOneWinner) {
         if (r) {
           ++winners;
           std::lock_guard lock(tokens_mu);
-          tokens.emplace_back(i, *r);
+          tokens.emplace_back(i, r->token);
         } else if (r.error().code != Errc::locked) {
           ++other_errors;
           ADD_FAILURE() << r.error().message;
@@ -315,9 +315,9 @@ TEST(LeaseExpiry, RefreshKeepsTheLockAndTheServerEndsItWithoutOne) {
   ASSERT_TRUE(token) << token.error().message;
   const auto locked_at = steady_clock::now();
 
-  Result<std::string> taken = std::unexpected(Error{});
+  Result<LockGrant> taken = std::unexpected(Error{});
   while (steady_clock::now() - locked_at < seconds(8)) {
-    ASSERT_TRUE(holder->refresh_lock(kept_key, *kept, seconds(2)));
+    ASSERT_TRUE(holder->refresh_lock(kept_key, kept->token, seconds(2)));
     taken = other->lock(kLease, seconds(30), "other");
     if (taken || taken.error().code != Errc::locked) break;
     std::this_thread::sleep_for(milliseconds(100));
@@ -331,14 +331,14 @@ TEST(LeaseExpiry, RefreshKeepsTheLockAndTheServerEndsItWithoutOne) {
       << "the refreshed lock outlived its first 2 s";
 
   // The old holder's refresh now says the lease is lost.
-  auto lost = holder->refresh_lock(kLease, *token, seconds(2));
+  auto lost = holder->refresh_lock(kLease, token->token, seconds(2));
   ASSERT_FALSE(lost);
   EXPECT_TRUE(lost.error().code == Errc::conflict || lost.error().code == Errc::locked ||
               lost.error().code == Errc::not_found)
       << lost.error().message;
-  EXPECT_EQ(holder->unlock(kLease, *token).error().code, Errc::not_found);
-  ASSERT_TRUE(other->unlock(kLease, *taken));
-  ASSERT_TRUE(holder->unlock(kept_key, *kept));
+  EXPECT_EQ(holder->unlock(kLease, token->token).error().code, Errc::not_found);
+  ASSERT_TRUE(other->unlock(kLease, taken->token));
+  ASSERT_TRUE(holder->unlock(kept_key, kept->token));
 }
 
 // ------------------------------------------------------------ secrets
@@ -367,9 +367,9 @@ TEST(LeaseAuth, NoSecretInLeaseErrorsOrLogs) {
     auto token = s->lock(kLease, seconds(5), "owner");
     if (password == kLeasePassword) {
       ASSERT_TRUE(token) << token.error().message;
-      ASSERT_TRUE(s->refresh_lock(kLease, *token, seconds(5)));
-      ASSERT_TRUE(s->unlock(kLease, *token));
-      texts.push_back(s->unlock(kLease, *token).error().message);
+      ASSERT_TRUE(s->refresh_lock(kLease, token->token, seconds(5)));
+      ASSERT_TRUE(s->unlock(kLease, token->token));
+      texts.push_back(s->unlock(kLease, token->token).error().message);
     } else {
       ASSERT_FALSE(token);
       EXPECT_EQ(token.error().code, Errc::permission) << token.error().message;
