@@ -91,6 +91,138 @@ int poll_timeout(MonoTime at, MonoTime now) {
   ::_exit(code);
 }
 
+// What --on-lost and --kill-after ask for.
+struct LossPolicy {
+  bool terminate = true;
+  Duration kill_after = std::chrono::seconds(10);
+};
+
+// What the command line resolved to: everything `run` needs before it opens
+// the store.
+struct RunPlan {
+  std::vector<std::string> command;  // the child's argv
+  std::string url;                   // the store, unredacted
+  // --ttl, --id, --mode, --max-skew, --settle, --startup-timeout; the logger
+  // and the loss and renewal hooks are added when the guard is created.
+  GuardOptions guard;
+  std::optional<WaitOptions> wait;  // --wait: its timeout (zero: forever)
+  LossPolicy on_lost;               // --on-lost, --kill-after
+  Duration stand_down_budget{};     // --stand-down-timeout
+};
+
+// Tells why the command line could not be resolved; returns the exit code.
+int report(const ConfigError& error, Logger& log) {
+  log.error(error.message);
+  return error.exit_code;
+}
+
+// `out` takes the resolved value; an error is passed on.
+template <class T, class U>
+Resolved<void> take(Resolved<T> resolved, U& out) {
+  if (!resolved) return std::unexpected(std::move(resolved.error()));
+  out = *std::move(resolved);
+  return {};
+}
+
+// Like take(), for a setting that may be absent: `out` then keeps its default.
+template <class T>
+Resolved<void> take_if_set(Resolved<std::optional<T>> resolved, T& out) {
+  if (!resolved) return std::unexpected(std::move(resolved.error()));
+  if (*resolved) out = **resolved;
+  return {};
+}
+
+// --ttl, the store URL, --mode, --max-skew, --settle and --id, in that order:
+// the first error is the one told.
+Resolved<void> resolve_guard(const RunArgs& args, const Getenv& getenv, RunPlan& plan) {
+  GuardOptions& guard = plan.guard;
+  const std::string name = command_basename(args.command.front());
+  Resolved<void> ok = take_if_set(resolve_ttl(args.ttl, getenv), guard.ttl);
+  if (ok) ok = take(resolve_store_url(args.store, name, getenv), plan.url);
+  if (ok) ok = take(resolve_mode(args.mode, getenv), guard.mode);
+  if (ok) ok = take(resolve_duration_flag(args.max_skew, "--max-skew"), guard.max_skew);
+  if (ok) ok = take_if_set(resolve_duration_flag(args.settle, "--settle"), guard.settle);
+  guard.id = resolve_id(args.id, getenv);
+  return ok;
+}
+
+// --kill-after, --stand-down-timeout, --startup-timeout and --on-lost, in
+// that order.
+Resolved<void> resolve_budgets(const RunArgs& args, const Getenv& getenv, RunPlan& plan) {
+  std::optional<Duration> kill_after;
+  Resolved<void> ok =
+      take(resolve_duration_flag(std::optional<std::string>(args.kill_after), "--kill-after"),
+           kill_after);
+  if (ok) {
+    ok = take(resolve_stand_down_timeout(args.stand_down_timeout, getenv), plan.stand_down_budget);
+  }
+  if (ok) {
+    ok = take(resolve_startup_timeout(args.startup_timeout, getenv), plan.guard.startup_timeout);
+  }
+  if (ok && args.on_lost != "terminate" && args.on_lost != "ignore") {
+    return std::unexpected(ConfigError{
+        kExitUsage, "--on-lost: expected terminate or ignore, got \"" + args.on_lost + "\""});
+  }
+  plan.on_lost = {args.on_lost == "terminate", kill_after.value_or(Duration{0})};
+  return ok;
+}
+
+// --wait[=TIMEOUT]: nullopt without it; "" waits forever.
+Resolved<std::optional<WaitOptions>> resolve_wait(const std::optional<std::string>& flag) {
+  if (!flag) return std::nullopt;
+  auto timeout = flag->empty() ? Resolved<std::optional<Duration>>(Duration{0})
+                               : resolve_duration_flag(flag, "--wait");
+  if (!timeout) {
+    ConfigError error = std::move(timeout.error());
+    error.message += "; write --wait=TIMEOUT, or put -- between the flags and the command";
+    return std::unexpected(std::move(error));
+  }
+  WaitOptions wait;
+  wait.timeout = timeout->value_or(Duration{0});
+  return wait;
+}
+
+// What `args` and the environment ask `run` to do, or why that is unclear.
+Resolved<RunPlan> resolve_plan(const RunArgs& args, const Getenv& getenv) {
+  if (args.command.empty()) {
+    return std::unexpected(ConfigError{
+        kExitUsage, "no command to run: instance-guard run [flags] -- COMMAND [ARGS...]"});
+  }
+  RunPlan plan{.command = args.command};
+  Resolved<void> ok = resolve_guard(args, getenv, plan);
+  if (ok) ok = resolve_budgets(args, getenv, plan);
+  if (ok) ok = take(resolve_wait(args.wait), plan.wait);
+  if (!ok) return std::unexpected(std::move(ok.error()));
+  return plan;
+}
+
+// --wait's options, telling whom the guard waits for; nullopt without --wait.
+std::optional<WaitOptions> telling_waits(std::optional<WaitOptions> wait_options,
+                                         const Store* store_ptr, Logger& log) {
+  if (wait_options) {
+    wait_options->on_wait = [&log, store_ptr,
+                             timeout = wait_options->timeout](const ClaimError& holder) {
+      auto fields = holder_fields(holder, *store_ptr);
+      fields.push_back({"wait", timeout.count() > 0 ? format_duration(timeout) : "forever"});
+      log.log(LogLevel::info, "waiting for the holder", fields);
+    };
+  }
+  return wait_options;
+}
+
+// The child: the command, with the tool's environment plus the claim's id
+// and epoch.
+ChildSpec child_spec(const RunPlan& plan, const Claim& claim) {
+  // The store's credentials stay with the guard: the child never sees them.
+  auto environment = environment_without(environment_with(environ, "INSTANCE_GUARD_ID", claim.id()),
+                                         credential_variables(plan.url));
+  if (const auto epoch = claim.epoch()) {
+    environment =
+        environment_with(std::move(environment), "INSTANCE_GUARD_EPOCH", std::to_string(*epoch));
+  }
+  return ChildSpec{plan.command, std::move(environment)};
+}
+
 // Stands the claim down on a worker thread while the main thread watches for
 // signals, and returns once it is done. A signal meanwhile, or `budget`
 // passing (a store that does not answer), ends the tool at once with
@@ -182,12 +314,6 @@ ClaimOutcome claim_watching_signals(Guard& guard, const std::optional<WaitOption
                                   {"code", std::string(to_string(error.error.code))}});
   return std::unexpected(exit_code_for(error.error.code));
 }
-
-// What --on-lost and --kill-after ask for.
-struct LossPolicy {
-  bool terminate = true;
-  Duration kill_after = std::chrono::seconds(10);
-};
 
 // Why the claim was lost, as the library's on_lost handler told it (set from
 // the renewal thread; read by the main thread without touching the Claim).
@@ -283,89 +409,20 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
   const Wakeup events;  // posted by the renewal thread when the claim is lost
   Logger& log = *logger;
 
-  const Getenv getenv = process_environment();
-  if (args.command.empty()) {
-    log.error("no command to run: instance-guard run [flags] -- COMMAND [ARGS...]");
-    return kExitUsage;
-  }
-  auto ttl = resolve_ttl(args.ttl, getenv);
-  if (!ttl) {
-    log.error(ttl.error().message);
-    return ttl.error().exit_code;
-  }
-  auto url = resolve_store_url(args.store, command_basename(args.command.front()), getenv);
-  if (!url) {
-    log.error(url.error().message);
-    return url.error().exit_code;
-  }
+  auto plan = resolve_plan(args, process_environment());
+  if (!plan) return report(plan.error(), log);
 
-  auto mode = resolve_mode(args.mode, getenv);
-  if (!mode) {
-    log.error(mode.error().message);
-    return mode.error().exit_code;
-  }
-  auto max_skew = resolve_duration_flag(args.max_skew, "--max-skew");
-  auto settle = resolve_duration_flag(args.settle, "--settle");
-  auto kill_after =
-      resolve_duration_flag(std::optional<std::string>(args.kill_after), "--kill-after");
-  for (const auto* d : {&max_skew, &settle, &kill_after}) {
-    if (!*d) {
-      log.error(d->error().message);
-      return d->error().exit_code;
-    }
-  }
-  auto stand_down_budget = resolve_stand_down_timeout(args.stand_down_timeout, getenv);
-  if (!stand_down_budget) {
-    log.error(stand_down_budget.error().message);
-    return stand_down_budget.error().exit_code;
-  }
-  auto startup_budget = resolve_startup_timeout(args.startup_timeout, getenv);
-  if (!startup_budget) {
-    log.error(startup_budget.error().message);
-    return startup_budget.error().exit_code;
-  }
-  if (args.on_lost != "terminate" && args.on_lost != "ignore") {
-    log.error("--on-lost: expected terminate or ignore, got \"" + args.on_lost + "\"");
-    return kExitUsage;
-  }
-  const LossPolicy policy{args.on_lost == "terminate", kill_after->value_or(Duration{0})};
-  std::optional<WaitOptions> wait_options;
-  if (args.wait) {
-    auto timeout = args.wait->empty() ? Resolved<std::optional<Duration>>(Duration{0})
-                                      : resolve_duration_flag(args.wait, "--wait");
-    if (!timeout) {
-      log.error(timeout.error().message +
-                "; write --wait=TIMEOUT, or put -- between the flags and the command");
-      return timeout.error().exit_code;
-    }
-    wait_options.emplace();
-    wait_options->timeout = timeout->value_or(Duration{0});
-  }
-
-  auto store = open_store(*url, open_options(args.store, logger));
+  auto store = open_store(plan->url, open_options(args.store, logger));
   if (!store) {
-    log.error(store.error().message, {{"store", redact_url(*url)}});
+    log.error(store.error().message, {{"store", redact_url(plan->url)}});
     return exit_code_for(store.error().code);
   }
   const auto* store_ptr = store->get();
-  if (wait_options) {
-    wait_options->on_wait = [&log, store_ptr,
-                             timeout = wait_options->timeout](const ClaimError& holder) {
-      auto fields = holder_fields(holder, *store_ptr);
-      fields.push_back({"wait", timeout.count() > 0 ? format_duration(timeout) : "forever"});
-      log.log(LogLevel::info, "waiting for the holder", fields);
-    };
-  }
+  const std::optional<WaitOptions> wait_options = telling_waits(plan->wait, store_ptr, log);
 
   LossReport loss;
-  GuardOptions options;
-  if (*ttl) options.ttl = **ttl;
-  options.id = resolve_id(args.id, getenv);
+  GuardOptions options = plan->guard;
   options.logger = logger;
-  options.mode = *mode;
-  if (*settle) options.settle = **settle;
-  if (*max_skew) options.max_skew = **max_skew;
-  options.startup_timeout = *startup_budget;
   // Runs on the renewal thread: only records why and wakes the main thread.
   options.on_lost = [&loss, &events](const Error& why) {
     loss.set(why);
@@ -389,27 +446,21 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
              {{"error", liveness.error().message}});
   }
 
-  auto claim =
-      claim_watching_signals(*guard, wait_options, *stand_down_budget, setup, signals, log);
+  const Duration stand_down_budget = plan->stand_down_budget;
+  const LossPolicy& policy = plan->on_lost;
+  auto claim = claim_watching_signals(*guard, wait_options, stand_down_budget, setup, signals, log);
   if (!claim) return claim.error();
 
-  // The store's credentials stay with the guard: the child never sees them.
-  auto environment = environment_without(
-      environment_with(environ, "INSTANCE_GUARD_ID", claim->id()), credential_variables(*url));
-  if (const auto epoch = claim->epoch()) {
-    environment =
-        environment_with(std::move(environment), "INSTANCE_GUARD_EPOCH", std::to_string(*epoch));
-  }
-  const ChildSpec spec{args.command, std::move(environment)};
+  const ChildSpec spec = child_spec(*plan, *claim);
   auto child = Child::spawn(spec, setup);
   if (!child) {
     log.error(child.error().message);
-    stand_down_watching_signals(*claim, *stand_down_budget, child.error().exit_code, setup, signals,
+    stand_down_watching_signals(*claim, stand_down_budget, child.error().exit_code, setup, signals,
                                 log);
     return child.error().exit_code;
   }
   log.debug("child started",
-            {{"pid", std::to_string(child->pid())}, {"command", args.command.front()}});
+            {{"pid", std::to_string(child->pid())}, {"command", spec.argv.front()}});
 
   const Supervised result = supervise(*child, setup, signals, events, *claim, loss, policy, log);
   if (result.lost && policy.terminate) {
@@ -427,7 +478,7 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
   }
   const int status = result.status;
   log.info("child exited; standing down", {{"status", std::to_string(status)}});
-  stand_down_watching_signals(*claim, *stand_down_budget, status, setup, signals, log);
+  stand_down_watching_signals(*claim, stand_down_budget, status, setup, signals, log);
   return status;
 }
 
