@@ -1,4 +1,7 @@
 // `instance-guard run`: claim, start the child, forward signals, stand down.
+// The command line is first resolved to a RunPlan (every setting, or the one
+// error told); a Supervisor then claims, runs and watches the child, and
+// stands down.
 //
 // Threads: the main thread only waits (poll on a signalfd and an eventfd; its
 // only timeouts are the claim's self-fencing deadline and --kill-after; each
@@ -91,103 +94,137 @@ int poll_timeout(MonoTime at, MonoTime now) {
   ::_exit(code);
 }
 
-// Stands the claim down on a worker thread while the main thread watches for
-// signals, and returns once it is done. A signal meanwhile, or `budget`
-// passing (a store that does not answer), ends the tool at once with
-// `exit_code`: the record then expires on its own.
-void stand_down_watching_signals(Claim& claim, Duration budget, int exit_code,
-                                 const SignalSetup& setup, SignalFd& signals, Logger& log) {
-  using steady = std::chrono::steady_clock;
-  const std::string expires_at = format_rfc3339(claim.record().expires_at);
-  const Wakeup done;
-  Result<void> result;
-  std::thread worker([&] {
-    result = claim.stand_down();
-    done.notify();
-  });
-  const MonoTime deadline = steady::now() + budget;
-  for (;;) {
-    const Ready ready = wait_for_events(signals, done, poll_timeout(deadline, steady::now()));
-    if (ready.wakeup && done.consume()) break;
-    for (const int sig : signals.drain()) {
-      if (sig == SIGCHLD || setup.was_ignored(sig)) continue;
-      log.warn("signal during stand-down; exiting without waiting for the store",
-               {{"signal", signal_name(sig)}, {"expires_at", expires_at}});
-      exit_now(exit_code);
-    }
-    if (steady::now() >= deadline) {
-      log.warn(
-          "stand-down did not finish within --stand-down-timeout; exiting, the record "
-          "expires on its own",
-          {{"stand_down_timeout", format_duration(budget)}, {"expires_at", expires_at}});
-      exit_now(exit_code);
-    }
-  }
-  worker.join();
-  if (!result) {
-    log.warn("stand down failed; the record expires on its own",
-             {{"error", result.error().message}, {"expires_at", expires_at}});
-  }
-}
-
-// Claims on a worker thread while the main thread watches for signals. A
-// forwarded signal during the claim stops the attempt and stands down
-// anything already claimed; the tool then ends with 128+N. A second signal
-// while the store is still answering ends the tool at once.
-// With `wait`, waits for a holder to go (Guard::claim_waiting) instead of
-// refusing at once.
-ClaimOutcome claim_watching_signals(Guard& guard, const std::optional<WaitOptions>& wait,
-                                    Duration stand_down_budget, const SignalSetup& setup,
-                                    SignalFd& signals, Logger& log) {
-  Wakeup done;
-  std::optional<ClaimResult> result;
-  std::jthread worker([&](std::stop_token stop) {
-    result.emplace(wait ? guard.claim_waiting(*wait, stop) : guard.claim(stop));
-    done.notify();
-  });
-
-  std::optional<int> stopped_by;
-  for (bool finished = false; !finished;) {
-    const Ready ready = wait_for_events(signals, done);
-    finished = ready.wakeup && done.consume();
-    // Signals first: one that arrives with the result still cancels the run.
-    for (const int sig : signals.drain()) {
-      if (sig == SIGCHLD || setup.was_ignored(sig)) continue;
-      if (!stopped_by) {
-        stopped_by = sig;
-        log.info("signal during the claim; stopping it", {{"signal", signal_name(sig)}});
-        worker.request_stop();
-      } else if (!finished) {
-        log.warn("second signal; exiting without waiting for the store",
-                 {{"signal", signal_name(sig)}});
-        exit_now(exit_code_for_signal(sig));
-      }
-    }
-  }
-  worker.join();
-
-  if (stopped_by) {
-    const int code = exit_code_for_signal(*stopped_by);
-    if (result && result->has_value()) {
-      stand_down_watching_signals(**result, stand_down_budget, code, setup, signals, log);
-    }
-    return std::unexpected(code);
-  }
-  if (result->has_value()) return std::move(**result);
-  const ClaimError& error = result->error();
-  if (error.error.code == Errc::another_instance) {
-    return std::unexpected(report_refusal(error, guard.store(), log));
-  }
-  log.error(error.error.message, {{"store", guard.store().describe()},
-                                  {"code", std::string(to_string(error.error.code))}});
-  return std::unexpected(exit_code_for(error.error.code));
-}
-
 // What --on-lost and --kill-after ask for.
 struct LossPolicy {
   bool terminate = true;
   Duration kill_after = std::chrono::seconds(10);
 };
+
+// What the command line resolved to: everything `run` needs before it opens
+// the store.
+struct RunPlan {
+  std::vector<std::string> command;  // the child's argv
+  std::string url;                   // the store, unredacted
+  // --ttl, --id, --mode, --max-skew, --settle, --startup-timeout; the logger
+  // and the loss and renewal hooks are added when the guard is created.
+  GuardOptions guard;
+  std::optional<WaitOptions> wait;  // --wait: its timeout (zero: forever)
+  LossPolicy on_lost;               // --on-lost, --kill-after
+  Duration stand_down_budget{};     // --stand-down-timeout
+};
+
+// Tells why the command line could not be resolved; returns the exit code.
+int report(const ConfigError& error, Logger& log) {
+  log.error(error.message);
+  return error.exit_code;
+}
+
+// `out` takes the resolved value; an error is passed on.
+template <class T, class U>
+Resolved<void> take(Resolved<T> resolved, U& out) {
+  if (!resolved) return std::unexpected(std::move(resolved.error()));
+  out = *std::move(resolved);
+  return {};
+}
+
+// Like take(), for a setting that may be absent: `out` then keeps its default.
+template <class T>
+Resolved<void> take_if_set(Resolved<std::optional<T>> resolved, T& out) {
+  if (!resolved) return std::unexpected(std::move(resolved.error()));
+  if (*resolved) out = **resolved;
+  return {};
+}
+
+// --ttl, the store URL, --mode, --max-skew, --settle and --id, in that order:
+// the first error is the one told.
+Resolved<void> resolve_guard(const RunArgs& args, const Getenv& getenv, RunPlan& plan) {
+  GuardOptions& guard = plan.guard;
+  const std::string name = command_basename(args.command.front());
+  Resolved<void> ok = take_if_set(resolve_ttl(args.ttl, getenv), guard.ttl);
+  if (ok) ok = take(resolve_store_url(args.store, name, getenv), plan.url);
+  if (ok) ok = take(resolve_mode(args.mode, getenv), guard.mode);
+  if (ok) ok = take(resolve_duration_flag(args.max_skew, "--max-skew"), guard.max_skew);
+  if (ok) ok = take_if_set(resolve_duration_flag(args.settle, "--settle"), guard.settle);
+  guard.id = resolve_id(args.id, getenv);
+  return ok;
+}
+
+// --kill-after, --stand-down-timeout, --startup-timeout and --on-lost, in
+// that order.
+Resolved<void> resolve_budgets(const RunArgs& args, const Getenv& getenv, RunPlan& plan) {
+  std::optional<Duration> kill_after;
+  Resolved<void> ok =
+      take(resolve_duration_flag(std::optional<std::string>(args.kill_after), "--kill-after"),
+           kill_after);
+  if (ok) {
+    ok = take(resolve_stand_down_timeout(args.stand_down_timeout, getenv), plan.stand_down_budget);
+  }
+  if (ok) {
+    ok = take(resolve_startup_timeout(args.startup_timeout, getenv), plan.guard.startup_timeout);
+  }
+  if (ok && args.on_lost != "terminate" && args.on_lost != "ignore") {
+    return std::unexpected(ConfigError{
+        kExitUsage, "--on-lost: expected terminate or ignore, got \"" + args.on_lost + "\""});
+  }
+  plan.on_lost = {args.on_lost == "terminate", kill_after.value_or(Duration{0})};
+  return ok;
+}
+
+// --wait[=TIMEOUT]: nullopt without it; "" waits forever.
+Resolved<std::optional<WaitOptions>> resolve_wait(const std::optional<std::string>& flag) {
+  if (!flag) return std::nullopt;
+  auto timeout = flag->empty() ? Resolved<std::optional<Duration>>(Duration{0})
+                               : resolve_duration_flag(flag, "--wait");
+  if (!timeout) {
+    ConfigError error = std::move(timeout.error());
+    error.message += "; write --wait=TIMEOUT, or put -- between the flags and the command";
+    return std::unexpected(std::move(error));
+  }
+  WaitOptions wait;
+  wait.timeout = timeout->value_or(Duration{0});
+  return wait;
+}
+
+// What `args` and the environment ask `run` to do, or why that is unclear.
+Resolved<RunPlan> resolve_plan(const RunArgs& args, const Getenv& getenv) {
+  if (args.command.empty()) {
+    return std::unexpected(ConfigError{
+        kExitUsage, "no command to run: instance-guard run [flags] -- COMMAND [ARGS...]"});
+  }
+  RunPlan plan{.command = args.command};
+  Resolved<void> ok = resolve_guard(args, getenv, plan);
+  if (ok) ok = resolve_budgets(args, getenv, plan);
+  if (ok) ok = take(resolve_wait(args.wait), plan.wait);
+  if (!ok) return std::unexpected(std::move(ok.error()));
+  return plan;
+}
+
+// --wait's options, telling whom the guard waits for; nullopt without --wait.
+std::optional<WaitOptions> telling_waits(std::optional<WaitOptions> wait_options,
+                                         const Store* store_ptr, Logger& log) {
+  if (wait_options) {
+    wait_options->on_wait = [&log, store_ptr,
+                             timeout = wait_options->timeout](const ClaimError& holder) {
+      auto fields = holder_fields(holder, *store_ptr);
+      fields.push_back({"wait", timeout.count() > 0 ? format_duration(timeout) : "forever"});
+      log.log(LogLevel::info, "waiting for the holder", fields);
+    };
+  }
+  return wait_options;
+}
+
+// The child: the command, with the tool's environment plus the claim's id
+// and epoch.
+ChildSpec child_spec(const RunPlan& plan, const Claim& claim) {
+  // The store's credentials stay with the guard: the child never sees them.
+  auto environment = environment_without(environment_with(environ, "INSTANCE_GUARD_ID", claim.id()),
+                                         credential_variables(plan.url));
+  if (const auto epoch = claim.epoch()) {
+    environment =
+        environment_with(std::move(environment), "INSTANCE_GUARD_EPOCH", std::to_string(*epoch));
+  }
+  return ChildSpec{plan.command, std::move(environment)};
+}
 
 // Why the claim was lost, as the library's on_lost handler told it (set from
 // the renewal thread; read by the main thread without touching the Claim).
@@ -207,174 +244,310 @@ class LossReport {
   std::optional<std::string> why_;
 };
 
-struct Supervised {
-  int status = 0;                   // the child's
-  std::optional<std::string> lost;  // why the claim was lost, when it was
+// What the main thread waits on: the forwarded signals, and a wake-up the
+// guard's renewal thread posts when the claim is lost or renewed. Built first,
+// before any thread exists, so that every thread inherits the blocked mask.
+struct Events {
+  const SignalSetup setup;
+  SignalFd signals{setup};
+  const Wakeup renewals;
+
+  // The signals queued now that the tool acts on: neither SIGCHLD nor those
+  // ignored when it started.
+  std::vector<int> drain() {
+    std::vector<int> acted_on;
+    for (const int sig : signals.drain()) {
+      if (sig != SIGCHLD && !setup.was_ignored(sig)) acted_on.push_back(sig);
+    }
+    return acted_on;
+  }
 };
 
+// The main thread's part of `run`: claims, starts the child and watches it
+// (signals, its exit, the loss of the claim), then stands down. The claim and
+// the stand-down run on worker threads while the main thread watches for
+// signals; one Supervisor runs one child.
+class Supervisor {
+ public:
+  Supervisor(Events& events, const RunPlan& plan, Logger& log)
+      : events_(events), plan_(plan), log_(log) {}
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // The plan's guard options with the logger, and hooks that tell the main
+  // thread of the loss of the claim and of each renewal. The Supervisor must
+  // outlive the guard made from them.
+  GuardOptions guard_options(std::shared_ptr<Logger> logger);
+
+  // Claims (with --wait, waits for the holder to go: Guard::claim_waiting). A
+  // forwarded signal meanwhile stops the attempt and stands down anything
+  // already claimed; the tool then ends with 128+N. A second signal while the
+  // store is still answering ends the tool at once. Returns the claim or the
+  // exit code.
+  ClaimOutcome claim(Guard& guard, const std::optional<WaitOptions>& wait);
+
+  // Starts the child under `claim`, watches it to its end and stands down;
+  // returns the tool's exit code (the child's status). A lost claim under
+  // --on-lost=terminate ends the tool with 75 once the child has stopped.
+  int run_child(Claim& claim, const ChildSpec& spec);
+
+  // Stands the claim down on a worker thread while the main thread watches
+  // for signals, and returns once it is done. A signal meanwhile, or
+  // --stand-down-timeout passing (a store that does not answer), ends the tool
+  // at once with `exit_code`: the record then expires on its own.
+  void stand_down(Claim& claim, int exit_code);
+
+ private:
+  std::optional<int> wait_for_claim(std::jthread& worker, const Wakeup& done);
+  ClaimOutcome claim_outcome(ClaimResult result, const Store& store);
+  void wait_for_stand_down(const Wakeup& done, int exit_code, const std::string& expires_at);
+  int watch(Child& child, const Claim& claim);
+  void forward_signals(const Child& child);
+  void notice_loss(const Child& child, std::optional<MonoTime> deadline, MonoTime now);
+  void kill_if_due(const Child& child, MonoTime now);
+  int watch_timeout(std::optional<MonoTime> deadline, MonoTime now) const;
+  [[noreturn]] void exit_lost(Claim& claim, int status);
+
+  Events& events_;
+  const RunPlan& plan_;
+  Logger& log_;
+  LossReport loss_;
+  std::optional<std::string> lost_;  // why the claim was lost, when it was
+  std::optional<MonoTime> kill_at_;  // stopping the child: when SIGKILL follows
+  bool killed_ = false;
+};
+
+GuardOptions Supervisor::guard_options(std::shared_ptr<Logger> logger) {
+  GuardOptions options = plan_.guard;
+  options.logger = std::move(logger);
+  // Runs on the renewal thread: only records why and wakes the main thread.
+  options.on_lost = [this](const Error& why) {
+    loss_.set(why);
+    events_.renewals.notify();
+  };
+  // The main thread re-reads the self-fencing deadline at each renewal, so it
+  // never wakes up at the old deadline between renewals.
+  options.on_renewed = [this] { events_.renewals.notify(); };
+  return options;
+}
+
+ClaimOutcome Supervisor::claim(Guard& guard, const std::optional<WaitOptions>& wait) {
+  Wakeup done;
+  std::optional<ClaimResult> result;
+  std::jthread worker([&](std::stop_token stop) {
+    result.emplace(wait ? guard.claim_waiting(*wait, stop) : guard.claim(stop));
+    done.notify();
+  });
+  const std::optional<int> stopped_by = wait_for_claim(worker, done);
+  worker.join();
+
+  if (stopped_by) {
+    const int code = exit_code_for_signal(*stopped_by);
+    if (result && result->has_value()) stand_down(**result, code);
+    return std::unexpected(code);
+  }
+  return claim_outcome(std::move(*result), guard.store());
+}
+
+// Waits for the claim's worker to finish; returns the signal that stopped it,
+// if one did.
+std::optional<int> Supervisor::wait_for_claim(std::jthread& worker, const Wakeup& done) {
+  std::optional<int> stopped_by;
+  for (bool finished = false; !finished;) {
+    const Ready ready = wait_for_events(events_.signals, done);
+    finished = ready.wakeup && done.consume();
+    // Signals first: one that arrives with the result still cancels the run.
+    for (const int sig : events_.drain()) {
+      if (!stopped_by) {
+        stopped_by = sig;
+        log_.info("signal during the claim; stopping it", {{"signal", signal_name(sig)}});
+        worker.request_stop();
+      } else if (!finished) {
+        log_.warn("second signal; exiting without waiting for the store",
+                  {{"signal", signal_name(sig)}});
+        exit_now(exit_code_for_signal(sig));
+      }
+    }
+  }
+  return stopped_by;
+}
+
+// The claim, or the exit code of its refusal or failure, told on the log.
+ClaimOutcome Supervisor::claim_outcome(ClaimResult result, const Store& store) {
+  if (result.has_value()) return std::move(*result);
+  const ClaimError& error = result.error();
+  if (error.error.code == Errc::another_instance) {
+    return std::unexpected(report_refusal(error, store, log_));
+  }
+  log_.error(error.error.message,
+             {{"store", store.describe()}, {"code", std::string(to_string(error.error.code))}});
+  return std::unexpected(exit_code_for(error.error.code));
+}
+
+int Supervisor::run_child(Claim& claim, const ChildSpec& spec) {
+  auto child = Child::spawn(spec, events_.setup);
+  if (!child) {
+    log_.error(child.error().message);
+    stand_down(claim, child.error().exit_code);
+    return child.error().exit_code;
+  }
+  log_.debug("child started",
+             {{"pid", std::to_string(child->pid())}, {"command", spec.argv.front()}});
+
+  const int status = watch(*child, claim);
+  if (lost_ && plan_.on_lost.terminate) exit_lost(claim, status);
+  log_.info("child exited; standing down", {{"status", std::to_string(status)}});
+  stand_down(claim, status);
+  return status;
+}
+
+// After the child stopped because the claim was lost: stands down if that
+// cannot wait for the store, and ends the tool with 75.
+void Supervisor::exit_lost(Claim& claim, int status) {
+  log_.error("the claim was lost; the child was stopped",
+             {{"reason", *lost_}, {"status", std::to_string(status)}});
+  if (claim.status() == ClaimStatus::lost) {
+    (void)claim.stand_down();  // never waits for the store once lost
+  } else {
+    // Our own deadline passed a moment before the library's: a renewal may
+    // still hang in the store, and standing down would wait for it. The
+    // record expires on its own.
+    log_.warn("exiting without standing down; the record expires on its own");
+  }
+  exit_now(kExitTempFail);
+}
+
 // Forwards signals to the child's group until it ends; returns its status.
-// Also wakes when the claim is lost (`events`, posted by on_lost) and at the
-// claim's self-fencing deadline, which it re-reads after every wake-up; past
-// that deadline the claim counts as lost even if the renewal that should have
-// said so is stuck in the store. A lost claim stops the child (SIGTERM to its
-// group, SIGKILL after --kill-after) unless --on-lost=ignore.
-Supervised supervise(Child& child, const SignalSetup& setup, SignalFd& signals,
-                     const Wakeup& events, const Claim& claim, const LossReport& loss,
-                     const LossPolicy& policy, Logger& log) {
-  using steady = std::chrono::steady_clock;
-  Supervised out;
-  std::optional<MonoTime> kill_at;  // terminating: when SIGKILL follows
-  bool killed = false;
+// Also wakes when the claim is lost (posted by on_lost) and at the claim's
+// self-fencing deadline, which it re-reads after every wake-up; past that
+// deadline the claim counts as lost even if the renewal that should have said
+// so is stuck in the store.
+int Supervisor::watch(Child& child, const Claim& claim) {
   for (;;) {
-    for (const int sig : signals.drain()) {
-      if (sig == SIGCHLD || setup.was_ignored(sig)) continue;
-      log.debug("forwarding signal",
-                {{"signal", signal_name(sig)}, {"pgid", std::to_string(child.pid())}});
-      child.signal_group(sig);
-    }
-    if (auto status = child.poll_exit()) {
-      out.status = *status;
-      return out;
-    }
-    const MonoTime now = steady::now();
+    forward_signals(child);
+    if (auto status = child.poll_exit()) return *status;
+    const MonoTime now = std::chrono::steady_clock::now();
     const std::optional<MonoTime> deadline = claim.fence_deadline();
-    if (!out.lost) {
-      if (auto why = loss.get()) {
-        out.lost = *why;
-      } else if (deadline && now >= *deadline) {
-        out.lost =
-            "no renewal succeeded by the self-fencing deadline (ttl - max-skew); the "
-            "store is unreachable or not answering";
-      }
-      if (out.lost && policy.terminate) {
-        log.error("claim lost; stopping the child",
-                  {{"reason", *out.lost},
-                   {"pgid", std::to_string(child.pid())},
-                   {"kill_after", format_duration(policy.kill_after)}});
-        child.signal_group(SIGTERM);
-        kill_at = now + policy.kill_after;
-      } else if (out.lost) {
-        log.error("claim lost; the child keeps running (--on-lost=ignore)",
-                  {{"reason", *out.lost}, {"pid", std::to_string(child.pid())}});
-      }
+    if (!lost_) notice_loss(child, deadline, now);
+    kill_if_due(child, now);
+    const int timeout = watch_timeout(deadline, now);
+    if (wait_for_events(events_.signals, events_.renewals, timeout).wakeup) {
+      events_.renewals.consume();
     }
-    if (kill_at && !killed && now >= *kill_at) {
-      log.warn("the child did not stop within --kill-after; killing it",
-               {{"pgid", std::to_string(child.pid())}});
-      child.signal_group(SIGKILL);
-      killed = true;
+  }
+}
+
+void Supervisor::forward_signals(const Child& child) {
+  for (const int sig : events_.drain()) {
+    log_.debug("forwarding signal",
+               {{"signal", signal_name(sig)}, {"pgid", std::to_string(child.pid())}});
+    child.signal_group(sig);
+  }
+}
+
+// Notes the loss of the claim (told by the guard, or its self-fencing
+// deadline passed) and stops the child (SIGTERM to its group, SIGKILL after
+// --kill-after) unless --on-lost=ignore.
+void Supervisor::notice_loss(const Child& child, std::optional<MonoTime> deadline, MonoTime now) {
+  if (auto why = loss_.get()) {
+    lost_ = *why;
+  } else if (deadline && now >= *deadline) {
+    lost_ =
+        "no renewal succeeded by the self-fencing deadline (ttl - max-skew); the "
+        "store is unreachable or not answering";
+  }
+  if (!lost_) return;
+  const LossPolicy& policy = plan_.on_lost;
+  if (policy.terminate) {
+    log_.error("claim lost; stopping the child",
+               {{"reason", *lost_},
+                {"pgid", std::to_string(child.pid())},
+                {"kill_after", format_duration(policy.kill_after)}});
+    child.signal_group(SIGTERM);
+    kill_at_ = now + policy.kill_after;
+  } else {
+    log_.error("claim lost; the child keeps running (--on-lost=ignore)",
+               {{"reason", *lost_}, {"pid", std::to_string(child.pid())}});
+  }
+}
+
+void Supervisor::kill_if_due(const Child& child, MonoTime now) {
+  if (!kill_at_ || killed_ || now < *kill_at_) return;
+  log_.warn("the child did not stop within --kill-after; killing it",
+            {{"pgid", std::to_string(child.pid())}});
+  child.signal_group(SIGKILL);
+  killed_ = true;
+}
+
+// How long the watch may sleep: no periodic wake-ups, only until the
+// deadlines that matter (-1: none).
+int Supervisor::watch_timeout(std::optional<MonoTime> deadline, MonoTime now) const {
+  if (kill_at_ && !killed_) return poll_timeout(*kill_at_, now);
+  if (!lost_ && deadline) return poll_timeout(*deadline, now);
+  return -1;
+}
+
+void Supervisor::stand_down(Claim& claim, int exit_code) {
+  const std::string expires_at = format_rfc3339(claim.record().expires_at);
+  const Wakeup done;
+  Result<void> result;
+  std::thread worker([&] {
+    result = claim.stand_down();
+    done.notify();
+  });
+  wait_for_stand_down(done, exit_code, expires_at);
+  worker.join();
+  if (!result) {
+    log_.warn("stand down failed; the record expires on its own",
+              {{"error", result.error().message}, {"expires_at", expires_at}});
+  }
+}
+
+// Returns once the stand-down's worker posts `done`; ends the tool with
+// `exit_code` at a signal or when --stand-down-timeout passes first.
+void Supervisor::wait_for_stand_down(const Wakeup& done, int exit_code,
+                                     const std::string& expires_at) {
+  using steady = std::chrono::steady_clock;
+  const Duration budget = plan_.stand_down_budget;
+  const MonoTime deadline = steady::now() + budget;
+  for (;;) {
+    const Ready ready =
+        wait_for_events(events_.signals, done, poll_timeout(deadline, steady::now()));
+    if (ready.wakeup && done.consume()) return;
+    for (const int sig : events_.drain()) {
+      log_.warn("signal during stand-down; exiting without waiting for the store",
+                {{"signal", signal_name(sig)}, {"expires_at", expires_at}});
+      exit_now(exit_code);
     }
-    int timeout = -1;  // no periodic wake-ups: only the deadlines that matter
-    if (kill_at && !killed) {
-      timeout = poll_timeout(*kill_at, now);
-    } else if (!out.lost && deadline) {
-      timeout = poll_timeout(*deadline, now);
+    if (steady::now() >= deadline) {
+      log_.warn(
+          "stand-down did not finish within --stand-down-timeout; exiting, the record "
+          "expires on its own",
+          {{"stand_down_timeout", format_duration(budget)}, {"expires_at", expires_at}});
+      exit_now(exit_code);
     }
-    if (wait_for_events(signals, events, timeout).wakeup) events.consume();
   }
 }
 
 }  // namespace
 
 int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
-  // First, before any thread exists: every thread inherits the blocked mask.
-  const SignalSetup setup;
-  SignalFd signals(setup);
-  const Wakeup events;  // posted by the renewal thread when the claim is lost
+  Events events;  // first, before any thread exists: every thread inherits the blocked mask
   Logger& log = *logger;
 
-  const Getenv getenv = process_environment();
-  if (args.command.empty()) {
-    log.error("no command to run: instance-guard run [flags] -- COMMAND [ARGS...]");
-    return kExitUsage;
-  }
-  auto ttl = resolve_ttl(args.ttl, getenv);
-  if (!ttl) {
-    log.error(ttl.error().message);
-    return ttl.error().exit_code;
-  }
-  auto url = resolve_store_url(args.store, command_basename(args.command.front()), getenv);
-  if (!url) {
-    log.error(url.error().message);
-    return url.error().exit_code;
-  }
+  auto plan = resolve_plan(args, process_environment());
+  if (!plan) return report(plan.error(), log);
 
-  auto mode = resolve_mode(args.mode, getenv);
-  if (!mode) {
-    log.error(mode.error().message);
-    return mode.error().exit_code;
-  }
-  auto max_skew = resolve_duration_flag(args.max_skew, "--max-skew");
-  auto settle = resolve_duration_flag(args.settle, "--settle");
-  auto kill_after =
-      resolve_duration_flag(std::optional<std::string>(args.kill_after), "--kill-after");
-  for (const auto* d : {&max_skew, &settle, &kill_after}) {
-    if (!*d) {
-      log.error(d->error().message);
-      return d->error().exit_code;
-    }
-  }
-  auto stand_down_budget = resolve_stand_down_timeout(args.stand_down_timeout, getenv);
-  if (!stand_down_budget) {
-    log.error(stand_down_budget.error().message);
-    return stand_down_budget.error().exit_code;
-  }
-  auto startup_budget = resolve_startup_timeout(args.startup_timeout, getenv);
-  if (!startup_budget) {
-    log.error(startup_budget.error().message);
-    return startup_budget.error().exit_code;
-  }
-  if (args.on_lost != "terminate" && args.on_lost != "ignore") {
-    log.error("--on-lost: expected terminate or ignore, got \"" + args.on_lost + "\"");
-    return kExitUsage;
-  }
-  const LossPolicy policy{args.on_lost == "terminate", kill_after->value_or(Duration{0})};
-  std::optional<WaitOptions> wait_options;
-  if (args.wait) {
-    auto timeout = args.wait->empty() ? Resolved<std::optional<Duration>>(Duration{0})
-                                      : resolve_duration_flag(args.wait, "--wait");
-    if (!timeout) {
-      log.error(timeout.error().message +
-                "; write --wait=TIMEOUT, or put -- between the flags and the command");
-      return timeout.error().exit_code;
-    }
-    wait_options.emplace();
-    wait_options->timeout = timeout->value_or(Duration{0});
-  }
-
-  auto store = open_store(*url, open_options(args.store, logger));
+  auto store = open_store(plan->url, open_options(args.store, logger));
   if (!store) {
-    log.error(store.error().message, {{"store", redact_url(*url)}});
+    log.error(store.error().message, {{"store", redact_url(plan->url)}});
     return exit_code_for(store.error().code);
   }
   const auto* store_ptr = store->get();
-  if (wait_options) {
-    wait_options->on_wait = [&log, store_ptr,
-                             timeout = wait_options->timeout](const ClaimError& holder) {
-      auto fields = holder_fields(holder, *store_ptr);
-      fields.push_back({"wait", timeout.count() > 0 ? format_duration(timeout) : "forever"});
-      log.log(LogLevel::info, "waiting for the holder", fields);
-    };
-  }
+  const std::optional<WaitOptions> wait_options = telling_waits(plan->wait, store_ptr, log);
 
-  LossReport loss;
-  GuardOptions options;
-  if (*ttl) options.ttl = **ttl;
-  options.id = resolve_id(args.id, getenv);
-  options.logger = logger;
-  options.mode = *mode;
-  if (*settle) options.settle = **settle;
-  if (*max_skew) options.max_skew = **max_skew;
-  options.startup_timeout = *startup_budget;
-  // Runs on the renewal thread: only records why and wakes the main thread.
-  options.on_lost = [&loss, &events](const Error& why) {
-    loss.set(why);
-    events.notify();
-  };
-  // The main thread re-reads the self-fencing deadline at each renewal, so it
-  // never wakes up at the old deadline between renewals.
-  options.on_renewed = [&events] { events.notify(); };
-  auto guard = Guard::create(*store, std::move(options));
+  Supervisor supervisor(events, *plan, log);
+  auto guard = Guard::create(*store, supervisor.guard_options(logger));
   if (!guard) {
     log.error(guard.error().message);
     return guard.error().code == Errc::invalid ? kExitConfig : exit_code_for(guard.error().code);
@@ -389,46 +562,9 @@ int run_command(const RunArgs& args, const std::shared_ptr<Logger>& logger) {
              {{"error", liveness.error().message}});
   }
 
-  auto claim =
-      claim_watching_signals(*guard, wait_options, *stand_down_budget, setup, signals, log);
+  auto claim = supervisor.claim(*guard, wait_options);
   if (!claim) return claim.error();
-
-  // The store's credentials stay with the guard: the child never sees them.
-  auto environment = environment_without(
-      environment_with(environ, "INSTANCE_GUARD_ID", claim->id()), credential_variables(*url));
-  if (const auto epoch = claim->epoch()) {
-    environment =
-        environment_with(std::move(environment), "INSTANCE_GUARD_EPOCH", std::to_string(*epoch));
-  }
-  const ChildSpec spec{args.command, std::move(environment)};
-  auto child = Child::spawn(spec, setup);
-  if (!child) {
-    log.error(child.error().message);
-    stand_down_watching_signals(*claim, *stand_down_budget, child.error().exit_code, setup, signals,
-                                log);
-    return child.error().exit_code;
-  }
-  log.debug("child started",
-            {{"pid", std::to_string(child->pid())}, {"command", args.command.front()}});
-
-  const Supervised result = supervise(*child, setup, signals, events, *claim, loss, policy, log);
-  if (result.lost && policy.terminate) {
-    log.error("the claim was lost; the child was stopped",
-              {{"reason", *result.lost}, {"status", std::to_string(result.status)}});
-    if (claim->status() == ClaimStatus::lost) {
-      (void)claim->stand_down();  // never waits for the store once lost
-    } else {
-      // Our own deadline passed a moment before the library's: a renewal may
-      // still hang in the store, and standing down would wait for it. The
-      // record expires on its own.
-      log.warn("exiting without standing down; the record expires on its own");
-    }
-    exit_now(kExitTempFail);
-  }
-  const int status = result.status;
-  log.info("child exited; standing down", {{"status", std::to_string(status)}});
-  stand_down_watching_signals(*claim, *stand_down_budget, status, setup, signals, log);
-  return status;
+  return supervisor.run_child(*claim, child_spec(*plan, *claim));
 }
 
 }  // namespace instance::cli
