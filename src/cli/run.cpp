@@ -3,16 +3,16 @@
 // error told); a Supervisor then claims, runs and watches the child, and
 // stands down.
 //
-// Threads: the main thread only waits (poll on a signalfd and an eventfd; its
-// only timeouts are the claim's self-fencing deadline and --kill-after; each
-// renewal posts the eventfd so the deadline is re-read then, and an idle
-// guard wakes only at its renewals); the
-// claim (or --wait) runs on a worker thread so a signal can cancel it through
-// its stop_token, and so does the stand-down, so that a signal or
-// --stand-down-timeout ends the tool while the store does not answer; renewals run on the guard's
-// scheduler threads, which post the loss of the claim to the eventfd. The main thread also wakes at
-// the claim's self-fencing deadline (Claim's accessors never wait for a store call), so the child
-// is stopped on time even if the library's own check were late.
+// Threads: the main thread only waits (poll on a signalfd and an eventfd).
+// Its only timeouts are the claim's self-fencing deadline and --kill-after;
+// each renewal posts the eventfd so the deadline is read again, and an idle
+// guard wakes only at its renewals. The claim (or --wait) runs on a worker
+// thread so a signal can cancel it through its stop_token, and so does the
+// stand-down, so that a signal or --stand-down-timeout ends the tool while
+// the store does not answer. Renewals run on the guard's scheduler threads,
+// which post the loss of the claim to the eventfd. Waking at the self-fencing
+// deadline (Claim's accessors never wait for a store call) stops the child on
+// time even if the library's own check were late.
 
 #include <unistd.h>
 
