@@ -69,6 +69,13 @@ INSTANCE_EXPORT std::unexpected<Error> invalid_store_url(std::string_view url, s
 // %XX escapes decoded (either case); nullopt for a truncated or non-hex escape.
 INSTANCE_EXPORT std::optional<std::string> percent_decode(std::string_view text);
 
+// Every byte of `raw` as %XX (uppercase hex) except the ASCII letters and
+// digits and the bytes in `unreserved` (by default RFC 3986's other
+// unreserved characters). The one percent-encoder of keys, URLs and store
+// descriptions.
+INSTANCE_EXPORT std::string percent_encode(std::string_view raw,
+                                           std::string_view unreserved = "-._~");
+
 // The password-in-URL rule, the same for every store URL with user info.
 // `url` is the whole store URL; check the part after "://" before anything
 // else can echo it. Returns why the URL is refused (for invalid_store_url or

@@ -44,6 +44,18 @@ TEST_F(SecretFile, RefusalsNameTheFileAndNeverTheContent) {
   EXPECT_NE(missing.error().message.find("cannot read the password file"), std::string::npos);
 }
 
+TEST(PercentEncode, LettersDigitsAndTheUnreservedStayTheRestIsUppercaseHex) {
+  EXPECT_EQ(percent_encode("aZ09-._~"), "aZ09-._~");
+  EXPECT_EQ(percent_encode("a b/c%d:e"), "a%20b%2Fc%25d%3Ae");
+  EXPECT_EQ(percent_encode(std::string_view("\0\xC3\xA9", 3)), "%00%C3%A9");
+  EXPECT_EQ(percent_encode("a~b:c", "-._"), "a%7Eb%3Ac");
+  EXPECT_EQ(percent_encode("a~b:c", "-._~:"), "a~b:c");
+  EXPECT_EQ(percent_encode(""), "");
+  for (const std::string raw : {"x y", "\x01\xFF%", "../a"}) {
+    EXPECT_EQ(percent_decode(percent_encode(raw)), std::optional<std::string>(raw));
+  }
+}
+
 TEST(CredentialEnv, ComesFromTheOptionsLookupAndAnEmptyValueIsUnset) {
   OpenOptions options;
   options.getenv = [](std::string_view name) -> std::optional<std::string> {

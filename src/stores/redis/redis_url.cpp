@@ -170,17 +170,7 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
 }
 
 std::string describe_redis(const RedisStoreOptions& options) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string prefix;
-  for (unsigned char c : options.prefix) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == ':') {
-      prefix.push_back(static_cast<char>(c));
-    } else {
-      prefix.push_back('%');
-      prefix.push_back(kHex[c >> 4]);
-      prefix.push_back(kHex[c & 0xF]);
-    }
-  }
+  const std::string prefix = percent_encode(options.prefix, "-._~:");
   const bool v6 = options.host.find(':') != std::string::npos;
   return "redis://" + (v6 ? "[" + options.host + "]" : options.host) + ":" +
          std::to_string(options.port) + "/" + std::to_string(options.db) + "?prefix=" + prefix;

@@ -13,22 +13,6 @@ namespace {
 
 constexpr std::string_view kDefaultOpenCloudFolder = ".instance-guard";
 
-// Percent-encodes every byte outside RFC 3986's unreserved set.
-std::string encode_segment(std::string_view raw) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : raw) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
-    }
-  }
-  return out;
-}
-
 struct Credentials {
   WebDavAuth auth = WebDavAuth::none;
   std::string user;
@@ -147,7 +131,7 @@ Result<WebDavStoreOptions> parse_webdav_url(std::string_view url, const OpenOpti
     }
     if (segments.size() == 1) segments.emplace_back(kDefaultOpenCloudFolder);
     base_path = "/dav/spaces";
-    for (const auto& s : segments) base_path.append("/").append(encode_segment(s));
+    for (const auto& s : segments) base_path.append("/").append(percent_encode(s));
   } else {
     base_path = std::string(path);
     while (base_path.ends_with('/')) base_path.pop_back();
