@@ -76,6 +76,27 @@ INSTANCE_EXPORT std::optional<std::string> percent_decode(std::string_view text)
 INSTANCE_EXPORT std::string percent_encode(std::string_view raw,
                                            std::string_view unreserved = "-._~");
 
+// What a store URL's options and environment give to authenticate with.
+struct StoreCredentials {
+  std::string user;                     // "" when none was given
+  std::optional<std::string> token;     // a bearer token
+  std::optional<std::string> password;  // a password (or app token used as one)
+};
+
+// The rule every store URL parser follows: files win over the environment,
+// then the URL's user.
+//   token, password: when options names a token file or a password file,
+//     what those files hold (the token file read first; the environment is
+//     not looked at then), else INSTANCE_GUARD_TOKEN and
+//     INSTANCE_GUARD_PASSWORD;
+//   user: options.user, else INSTANCE_GUARD_USER, else `url_user` (the
+//     URL's user, from take_url_user).
+// The caller decides what its store accepts (both secrets, neither, a user
+// without a password). Errc::invalid when a file cannot be read
+// (read_secret_file).
+INSTANCE_EXPORT Result<StoreCredentials> read_credentials(const OpenOptions& options,
+                                                          std::string url_user = {});
+
 // The password-in-URL rule, the same for every store URL with user info.
 // `url` is the whole store URL; check the part after "://" before anything
 // else can echo it. Returns why the URL is refused (for invalid_store_url or

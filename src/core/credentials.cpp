@@ -118,6 +118,28 @@ std::string percent_encode(std::string_view raw, std::string_view unreserved) {
   return out;
 }
 
+Result<StoreCredentials> read_credentials(const OpenOptions& options, std::string url_user) {
+  StoreCredentials out;
+  if (!options.token_file.empty()) {
+    auto token = read_secret_file(options.token_file, "token");
+    if (!token) return std::unexpected(token.error());
+    out.token = std::move(*token);
+  }
+  if (!options.password_file.empty()) {
+    auto password = read_secret_file(options.password_file, "password");
+    if (!password) return std::unexpected(password.error());
+    out.password = std::move(*password);
+  }
+  if (options.token_file.empty() && options.password_file.empty()) {
+    out.token = credential_env(options, kTokenEnv);
+    out.password = credential_env(options, kPasswordEnv);
+  }
+  out.user = options.user;
+  if (out.user.empty()) out.user = credential_env(options, kUserEnv).value_or("");
+  if (out.user.empty()) out.user = std::move(url_user);
+  return out;
+}
+
 std::optional<std::string> password_in_url(std::string_view url, std::string_view advice) {
   const auto scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) return std::nullopt;

@@ -21,34 +21,20 @@ struct Credentials {
 
 Result<Credentials> credentials(std::string_view url, std::string url_user,
                                 const OpenOptions& options) {
-  std::optional<std::string> token;
-  std::optional<std::string> password;
-  if (!options.token_file.empty()) {
-    auto t = read_secret_file(options.token_file, "token");
-    if (!t) return std::unexpected(t.error());
-    token = std::move(*t);
-  }
-  if (!options.password_file.empty()) {
-    auto p = read_secret_file(options.password_file, "password");
-    if (!p) return std::unexpected(p.error());
-    password = std::move(*p);
-  }
+  auto given = read_credentials(options, std::move(url_user));
+  if (!given) return std::unexpected(given.error());
+  auto& [user, token, password] = *given;
   if (token && password) {
-    return invalid_store_url(url, "both a token file and a password file were given; give one");
-  }
-  if (!token && !password) {
-    token = credential_env(options, kTokenEnv);
-    password = credential_env(options, kPasswordEnv);
-    if (token && password) {
-      return invalid_store_url(url,
-                               "both INSTANCE_GUARD_TOKEN and INSTANCE_GUARD_PASSWORD are set; "
-                               "unset one");
+    // Both from files, or (no file given) both from the environment.
+    if (!options.token_file.empty()) {
+      return invalid_store_url(url, "both a token file and a password file were given; give one");
     }
+    return invalid_store_url(url,
+                             "both INSTANCE_GUARD_TOKEN and INSTANCE_GUARD_PASSWORD are set; "
+                             "unset one");
   }
   Credentials out;
-  out.user = options.user;
-  if (out.user.empty()) out.user = credential_env(options, kUserEnv).value_or("");
-  if (out.user.empty()) out.user = std::move(url_user);
+  out.user = std::move(user);
   if (token) {
     out.auth = WebDavAuth::bearer;
     out.secret = std::move(*token);
