@@ -84,10 +84,7 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
                              "a user was given but no password: " + std::string(kPasswordAdvice));
   }
 
-  out.ca_file = options.ca_file;
-  out.client_cert = options.client_cert;
-  out.client_key = options.client_key;
-  out.insecure = options.insecure;
+  copy_tls_options(options, out);
   out.logger = options.logger;
   return out;
 }

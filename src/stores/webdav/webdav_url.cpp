@@ -133,10 +133,7 @@ Result<WebDavStoreOptions> parse_webdav_url(std::string_view url, const OpenOpti
   out.auth = creds->auth;
   out.user = std::move(creds->user);
   out.secret = std::move(creds->secret);
-  out.ca_file = options.ca_file;
-  out.client_cert = options.client_cert;
-  out.client_key = options.client_key;
-  out.insecure = options.insecure;
+  copy_tls_options(options, out);
   out.logger = options.logger;
   out.read_only = options.read_only;
   out.create_path = options.create_path;
