@@ -69,6 +69,34 @@ INSTANCE_EXPORT std::unexpected<Error> invalid_store_url(std::string_view url, s
 // %XX escapes decoded (either case); nullopt for a truncated or non-hex escape.
 INSTANCE_EXPORT std::optional<std::string> percent_decode(std::string_view text);
 
+// Every byte of `raw` as %XX (uppercase hex) except the ASCII letters and
+// digits and the bytes in `unreserved` (by default RFC 3986's other
+// unreserved characters). The one percent-encoder of keys, URLs and store
+// descriptions.
+INSTANCE_EXPORT std::string percent_encode(std::string_view raw,
+                                           std::string_view unreserved = "-._~");
+
+// What a store URL's options and environment give to authenticate with.
+struct StoreCredentials {
+  std::string user;                     // "" when none was given
+  std::optional<std::string> token;     // a bearer token
+  std::optional<std::string> password;  // a password (or app token used as one)
+};
+
+// The rule every store URL parser follows: files win over the environment,
+// then the URL's user.
+//   token, password: when options names a token file or a password file,
+//     what those files hold (the token file read first; the environment is
+//     not looked at then), else INSTANCE_GUARD_TOKEN and
+//     INSTANCE_GUARD_PASSWORD;
+//   user: options.user, else INSTANCE_GUARD_USER, else `url_user` (the
+//     URL's user, from take_url_user).
+// The caller decides what its store accepts (both secrets, neither, a user
+// without a password). Errc::invalid when a file cannot be read
+// (read_secret_file).
+INSTANCE_EXPORT Result<StoreCredentials> read_credentials(const OpenOptions& options,
+                                                          std::string url_user = {});
+
 // The password-in-URL rule, the same for every store URL with user info.
 // `url` is the whole store URL; check the part after "://" before anything
 // else can echo it. Returns why the URL is refused (for invalid_store_url or

@@ -66,6 +66,18 @@ struct OpenOptions {
   std::function<std::optional<std::string>(std::string_view)> getenv;
 };
 
+// Copies the TLS settings (ca_file, client_cert, client_key, insecure) from
+// one set of options to another with the same four fields: OpenOptions into
+// a store's options, a store's options into its client's. The one place
+// that lists them.
+template <class From, class To>
+void copy_tls_options(const From& from, To& to) {
+  to.ca_file = from.ca_file;
+  to.client_cert = from.client_cert;
+  to.client_key = from.client_key;
+  to.insecure = from.insecure;
+}
+
 INSTANCE_EXPORT Result<std::shared_ptr<Store>> open_store(std::string_view url,
                                                           const OpenOptions& options = {});
 

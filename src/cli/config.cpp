@@ -211,10 +211,7 @@ OpenOptions open_options(const StoreFlags& flags, std::shared_ptr<Logger> logger
   options.user = flags.user;
   options.password_file = flags.password_file;
   options.token_file = flags.token_file;
-  options.ca_file = flags.ca_file;
-  options.client_cert = flags.client_cert;
-  options.client_key = flags.client_key;
-  options.insecure = flags.insecure;
+  copy_tls_options(flags, options);
   options.create_path = flags.create_path;
   if (const auto env = process_environment()("INSTANCE_GUARD_CREATE_PATH")) {
     options.create_path =

@@ -100,6 +100,46 @@ std::optional<std::string> percent_decode(std::string_view text) {
   return out;
 }
 
+std::string percent_encode(std::string_view raw, std::string_view unreserved) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(raw.size());
+  for (unsigned char c : raw) {
+    const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                       unreserved.find(static_cast<char>(c)) != std::string_view::npos;
+    if (plain) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xF]);
+    }
+  }
+  return out;
+}
+
+Result<StoreCredentials> read_credentials(const OpenOptions& options, std::string url_user) {
+  StoreCredentials out;
+  if (!options.token_file.empty()) {
+    auto token = read_secret_file(options.token_file, "token");
+    if (!token) return std::unexpected(token.error());
+    out.token = std::move(*token);
+  }
+  if (!options.password_file.empty()) {
+    auto password = read_secret_file(options.password_file, "password");
+    if (!password) return std::unexpected(password.error());
+    out.password = std::move(*password);
+  }
+  if (options.token_file.empty() && options.password_file.empty()) {
+    out.token = credential_env(options, kTokenEnv);
+    out.password = credential_env(options, kPasswordEnv);
+  }
+  out.user = options.user;
+  if (out.user.empty()) out.user = credential_env(options, kUserEnv).value_or("");
+  if (out.user.empty()) out.user = std::move(url_user);
+  return out;
+}
+
 std::optional<std::string> password_in_url(std::string_view url, std::string_view advice) {
   const auto scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) return std::nullopt;

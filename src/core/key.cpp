@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
+#include "instance/credentials.hpp"
+
 namespace instance {
 namespace {
-
-constexpr char kHex[] = "0123456789ABCDEF";
 
 bool is_safe(unsigned char c) noexcept {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -24,18 +24,7 @@ Result<std::string> escape_segment(std::string_view raw) {
   if (raw.empty()) return fail(Errc::invalid, "a key segment must not be empty");
   if (raw == ".") return std::string("%2E");
   if (raw == "..") return std::string("%2E%2E");
-  std::string out;
-  out.reserve(raw.size());
-  for (unsigned char c : raw) {
-    if (is_safe(c)) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
-    }
-  }
-  return out;
+  return percent_encode(raw, "._-");  // is_safe's set
 }
 
 Result<std::string> unescape_segment(std::string_view escaped) {

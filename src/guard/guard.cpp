@@ -11,6 +11,7 @@
 #include <mutex>
 #include <random>
 
+#include "instance/random.hpp"
 #include "instance/startup_budget.hpp"
 #include "instance/time.hpp"
 #include "protocol.hpp"
@@ -274,19 +275,6 @@ Result<void> check_grant(const GuardOptions& options, Duration granted, std::str
 
 namespace {
 
-std::string random_id() {
-  std::random_device rd;
-  std::array<unsigned char, 8> bytes{};
-  for (auto& b : bytes) b = static_cast<unsigned char>(rd());
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 0xF]);
-  }
-  return out;
-}
-
 std::string this_host() {
   std::array<char, HOST_NAME_MAX + 1> name{};
   if (gethostname(name.data(), name.size() - 1) != 0) return {};
@@ -375,7 +363,7 @@ Result<Guard> Guard::create(std::shared_ptr<Store> store, GuardOptions options) 
     return fail(Errc::invalid, "the start-up timeout must be at least 0; got " +
                                    format_duration(options.startup_timeout));
   }
-  if (options.id.empty()) options.id = random_id();
+  if (options.id.empty()) options.id = random_hex(8);
   if (auto ok = check_id(options.id); !ok) return std::unexpected(ok.error());
   if (options.host.empty()) options.host = this_host();
   if (!options.pid) options.pid = static_cast<std::int64_t>(::getpid());

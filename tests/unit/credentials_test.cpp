@@ -44,6 +44,54 @@ TEST_F(SecretFile, RefusalsNameTheFileAndNeverTheContent) {
   EXPECT_NE(missing.error().message.find("cannot read the password file"), std::string::npos);
 }
 
+TEST_F(SecretFile, ReadCredentialsFilesWinOverTheEnvironmentThenTheUrlUser) {
+  OpenOptions options;
+  options.getenv = [](std::string_view name) -> std::optional<std::string> {
+    if (name == kTokenEnv) return "env-token";
+    if (name == kPasswordEnv) return "env-password";
+    if (name == kUserEnv) return "env-user";
+    return std::nullopt;
+  };
+  // No file: both secrets and the user from the environment.
+  auto given = read_credentials(options, "url-user");
+  ASSERT_TRUE(given) << given.error().message;
+  EXPECT_EQ(given->token, std::optional<std::string>("env-token"));
+  EXPECT_EQ(given->password, std::optional<std::string>("env-password"));
+  EXPECT_EQ(given->user, "env-user");
+  // A password file: the environment's token is not looked at.
+  options.password_file = write("file-password\n");
+  given = read_credentials(options, "url-user");
+  ASSERT_TRUE(given) << given.error().message;
+  EXPECT_EQ(given->token, std::nullopt);
+  EXPECT_EQ(given->password, std::optional<std::string>("file-password"));
+  // The user: the options', else the environment's, else the URL's.
+  options.user = "option-user";
+  EXPECT_EQ(read_credentials(options, "url-user")->user, "option-user");
+  options.user.clear();
+  options.getenv = [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
+  EXPECT_EQ(read_credentials(options, "url-user")->user, "url-user");
+  EXPECT_EQ(read_credentials(options)->user, "");
+  // An unreadable file is the read_secret_file refusal, the token's first.
+  options.token_file = dir_.path() / "absent";
+  options.password_file = dir_.path() / "absent-too";
+  given = read_credentials(options);
+  ASSERT_FALSE(given);
+  EXPECT_NE(given.error().message.find("cannot read the token file"), std::string::npos)
+      << given.error().message;
+}
+
+TEST(PercentEncode, LettersDigitsAndTheUnreservedStayTheRestIsUppercaseHex) {
+  EXPECT_EQ(percent_encode("aZ09-._~"), "aZ09-._~");
+  EXPECT_EQ(percent_encode("a b/c%d:e"), "a%20b%2Fc%25d%3Ae");
+  EXPECT_EQ(percent_encode(std::string_view("\0\xC3\xA9", 3)), "%00%C3%A9");
+  EXPECT_EQ(percent_encode("a~b:c", "-._"), "a%7Eb%3Ac");
+  EXPECT_EQ(percent_encode("a~b:c", "-._~:"), "a~b:c");
+  EXPECT_EQ(percent_encode(""), "");
+  for (const std::string raw : {"x y", "\x01\xFF%", "../a"}) {
+    EXPECT_EQ(percent_decode(percent_encode(raw)), std::optional<std::string>(raw));
+  }
+}
+
 TEST(CredentialEnv, ComesFromTheOptionsLookupAndAnEmptyValueIsUnset) {
   OpenOptions options;
   options.getenv = [](std::string_view name) -> std::optional<std::string> {

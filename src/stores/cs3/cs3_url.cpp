@@ -117,10 +117,7 @@ Result<Cs3StoreOptions> parse_cs3_url(std::string_view url, const OpenOptions& o
                              "a CS3 store authenticates with a service account id and secret, not "
                              "a bearer token (--token-file)");
   }
-  out.ca_file = options.ca_file;
-  out.client_cert = options.client_cert;
-  out.client_key = options.client_key;
-  out.insecure = options.insecure;
+  copy_tls_options(options, out);
   out.read_only = options.read_only;
   out.logger = options.logger;
   return out;

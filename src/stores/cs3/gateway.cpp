@@ -1,6 +1,5 @@
 // The session with the gateway: service account authentication, the space
 // (found by id and checked), call preparation, the retry loop's helpers.
-#include <random>
 
 #include "store.hpp"
 
@@ -204,18 +203,6 @@ Attempt<void> Cs3Store::check_space_locked(const std::string& token,
                                             ")" + hint);
   }
   return {};
-}
-
-std::string Cs3Store::random_hex(std::size_t bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::lock_guard lock(random_mu_);
-  std::string out;
-  for (std::size_t i = 0; i < bytes; ++i) {
-    const auto b = static_cast<unsigned>(rng_() & 0xFF);
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 0xF]);
-  }
-  return out;
 }
 
 void Cs3Store::check_date(const std::string& date, WallTime sent_at) {

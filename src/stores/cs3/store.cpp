@@ -591,10 +591,8 @@ Result<std::shared_ptr<Store>> make_cs3_store(Cs3StoreOptions options) {
   if (!options.logger) options.logger = null_logger();
   if (!options.clock) options.clock = system_clock();
 
-  const net::TlsOptions tls{.ca_file = options.ca_file,
-                            .client_cert = options.client_cert,
-                            .client_key = options.client_key,
-                            .insecure = options.insecure};
+  net::TlsOptions tls;
+  copy_tls_options(options, tls);
   if (auto ok = net::check_tls_files(tls); !ok) return std::unexpected(ok.error());
   auto credentials = cs3::channel_credentials(options);
   if (!credentials) return std::unexpected(credentials.error());

@@ -12,7 +12,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <set>
 #include <string>
 #include <string_view>
@@ -23,6 +22,7 @@
 #include "cs3/gateway/v1beta1/gateway_api.grpc.pb.h"
 #include "errors.hpp"
 #include "instance/credentials.hpp"  // printable
+#include "instance/random.hpp"
 #include "instance/stores/cs3.hpp"
 #include "net/attempts.hpp"
 #include "net/errors.hpp"
@@ -180,8 +180,6 @@ class Cs3Store final : public Store {
   void count_rpc() {
     if (options_.stats) ++options_.stats->rpcs;
   }
-  std::string random_hex(std::size_t bytes);
-
   // ---- store.cpp
   Result<std::string> write(std::string_view op, const Key& key, std::string_view data,
                             Condition condition);
@@ -259,10 +257,6 @@ class Cs3Store final : public Store {
   std::mutex lock_resources_mu_;
   std::set<std::string> lock_resources_;  // lock documents known to exist
 
-  // Probe names and lock tokens; one generator per store,
-  // guarded by random_mu_ (stores on other threads have their own).
-  std::mutex random_mu_;
-  std::mt19937_64 rng_{std::random_device{}()};
   net::ServerDateCheck date_check_;  // warns once about the gateway clock
 };
 

@@ -630,10 +630,8 @@ Result<std::shared_ptr<Store>> make_etcd_store(EtcdStoreOptions options) {
                 "etcd: a password was given but no user (give --user or "
                 "INSTANCE_GUARD_USER)");
   }
-  const net::TlsOptions tls{.ca_file = options.ca_file,
-                            .client_cert = options.client_cert,
-                            .client_key = options.client_key,
-                            .insecure = options.insecure};
+  net::TlsOptions tls;
+  copy_tls_options(options, tls);
   if (auto ok = net::check_tls_files(tls); !ok) return std::unexpected(ok.error());
   if (options.insecure && options.logger) {
     options.logger->warn("TLS verification is off for the etcd store (--insecure)",

@@ -62,29 +62,14 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
     out.prefix = std::move(prefix);
   }
 
-  // Credentials: files win over the environment.
-  std::optional<std::string> token;
-  std::optional<std::string> password;
-  if (!options.token_file.empty()) {
-    auto t = read_secret_file(options.token_file, "token");
-    if (!t) return std::unexpected(t.error());
-    token = std::move(*t);
-  }
-  if (!options.password_file.empty()) {
-    auto p = read_secret_file(options.password_file, "password");
-    if (!p) return std::unexpected(p.error());
-    password = std::move(*p);
-  }
-  if (!token && !password) {
-    token = credential_env(options, kTokenEnv);
-    password = credential_env(options, kPasswordEnv);
-  }
+  // Credentials: files win over the environment, then the URL's user.
+  auto given = read_credentials(options, std::move(*url_user));
+  if (!given) return std::unexpected(given.error());
+  auto& [user, token, password] = *given;
   if (token && password) {
     return invalid_store_url(url, "both a token and a password were given; give one");
   }
-  out.user = options.user;
-  if (out.user.empty()) out.user = credential_env(options, kUserEnv).value_or("");
-  if (out.user.empty()) out.user = std::move(*url_user);
+  out.user = std::move(user);
   if (token) {
     out.token = std::move(*token);
     out.user.clear();
@@ -99,10 +84,7 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
                              "a user was given but no password: " + std::string(kPasswordAdvice));
   }
 
-  out.ca_file = options.ca_file;
-  out.client_cert = options.client_cert;
-  out.client_key = options.client_key;
-  out.insecure = options.insecure;
+  copy_tls_options(options, out);
   out.logger = options.logger;
   return out;
 }

@@ -107,19 +107,14 @@ Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const Open
                    "PostgreSQL takes a password, not a token: give --password-file or "
                    "INSTANCE_GUARD_PASSWORD");
   }
-  std::string user = options.user;
-  if (user.empty()) user = credential_env(options, kUserEnv).value_or("");
-  if (!user.empty()) {
+  // (libpq takes the URL's own user from the URL.)
+  auto given = read_credentials(options);
+  if (!given) return std::unexpected(given.error());
+  if (!given->user.empty()) {
     std::erase_if(out.params, [](const auto& p) { return p.first == "user"; });
-    out.params.emplace_back("user", user);
+    out.params.emplace_back("user", std::move(given->user));
   }
-  if (!options.password_file.empty()) {
-    auto secret = read_secret_file(options.password_file, "password");
-    if (!secret) return std::unexpected(secret.error());
-    out.password = std::move(*secret);
-  } else if (auto secret = credential_env(options, kPasswordEnv)) {
-    out.password = std::move(*secret);
-  }
+  if (given->password) out.password = std::move(*given->password);
   if (!options.ca_file.empty()) {
     out.params.emplace_back("sslrootcert", options.ca_file.string());
     if (!sslmode_given) out.params.emplace_back("sslmode", "verify-full");

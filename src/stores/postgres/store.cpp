@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <charconv>
 #include <mutex>
-#include <random>
 
 #include "connection.hpp"
 #include "instance/credentials.hpp"  // printable
+#include "instance/random.hpp"
 #include "instance/stores/postgres.hpp"
 #include "net/attempts.hpp"
 #include "sql.hpp"
@@ -18,17 +18,8 @@ using postgres::Outcome;
 using postgres::Param;
 using postgres::Row;
 
-std::string random_nonce() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::uint64_t bits = rng();
-  std::string out(16, '0');
-  for (auto& c : out) {
-    c = kHex[bits & 0xF];
-    bits >>= 4;
-  }
-  return out;
-}
+// 64 bits from the operating system, as the 16 hex digits a token carries.
+std::string random_nonce() { return random_hex(8); }
 
 std::optional<std::uint64_t> parse_number(std::string_view text) {
   std::uint64_t value = 0;

@@ -68,16 +68,10 @@ Result<void> credentials(std::string_view url, std::string url_user, const OpenO
                              "--token-file and " +
                                  std::string(kPasswordAdvice));
   }
-  if (!options.password_file.empty()) {
-    auto p = read_secret_file(options.password_file, "password");
-    if (!p) return std::unexpected(p.error());
-    out.password = std::move(*p);
-  } else {
-    out.password = credential_env(options, kPasswordEnv).value_or("");
-  }
-  out.user = options.user;
-  if (out.user.empty()) out.user = credential_env(options, kUserEnv).value_or("");
-  if (out.user.empty()) out.user = std::move(url_user);
+  auto given = read_credentials(options, std::move(url_user));
+  if (!given) return std::unexpected(given.error());
+  out.password = std::move(given->password).value_or("");
+  out.user = std::move(given->user);
   if (!out.user.empty() && out.password.empty()) {
     return invalid_store_url(url,
                              "a user was given but no password: " + std::string(kPasswordAdvice));
@@ -170,17 +164,7 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
 }
 
 std::string describe_redis(const RedisStoreOptions& options) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string prefix;
-  for (unsigned char c : options.prefix) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == ':') {
-      prefix.push_back(static_cast<char>(c));
-    } else {
-      prefix.push_back('%');
-      prefix.push_back(kHex[c >> 4]);
-      prefix.push_back(kHex[c & 0xF]);
-    }
-  }
+  const std::string prefix = percent_encode(options.prefix, "-._~:");
   const bool v6 = options.host.find(':') != std::string::npos;
   return "redis://" + (v6 ? "[" + options.host + "]" : options.host) + ":" +
          std::to_string(options.port) + "/" + std::to_string(options.db) + "?prefix=" + prefix;

@@ -1,17 +1,15 @@
 // The Redis store (contract in instance/stores/redis.hpp): key layout, the
 // retry loop, reply decoding and error mapping.
-#include <sys/random.h>
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <set>
 
 #include "connection.hpp"
 #include "instance/credentials.hpp"  // printable
+#include "instance/random.hpp"
 #include "instance/stores/redis.hpp"
 #include "instance/time.hpp"
 #include "net/attempts.hpp"
@@ -285,26 +283,7 @@ class RedisStore final : public Store {
   // 128 bits from the kernel's CSPRNG, in hex: a version or a lock nonce.
   // Never from a seeded generator: two guards drawing the same nonce would
   // each take the other's lock for its own.
-  std::string fresh() {
-    static constexpr char kHex[] = "0123456789abcdef";
-    unsigned char bytes[16];
-    std::size_t got = 0;
-    while (got < sizeof bytes) {
-      const auto n = ::getrandom(bytes + got, sizeof bytes - got, 0);
-      if (n > 0) {
-        got += static_cast<std::size_t>(n);
-      } else {
-        std::random_device device;  // getrandom failed (EINTR, or an old kernel)
-        for (; got < sizeof bytes; ++got) bytes[got] = static_cast<unsigned char>(device());
-      }
-    }
-    std::string out;
-    for (unsigned char b : bytes) {
-      out.push_back(kHex[b >> 4]);
-      out.push_back(kHex[b & 0xF]);
-    }
-    return out;
-  }
+  static std::string fresh() { return random_hex(16); }
 
   Result<void> check_size(std::string_view op, const Key& key, std::string_view data) const {
     if (data.size() > kMaxDocumentSize) {

@@ -73,19 +73,9 @@ std::string key_url(const BaseUrl& base, const Key& key, bool collection) {
   // A canonical name holds only [A-Za-z0-9._-] and '%' (sent as %25); a
   // listed one (Key::from_listing) may hold any byte: all the others are
   // percent-encoded too.
-  static constexpr char kHex[] = "0123456789ABCDEF";
   for (const auto& name : key.escaped_segments()) {
     url.push_back('/');
-    for (unsigned char c : name) {
-      if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-          c == '_' || c == '-') {
-        url.push_back(static_cast<char>(c));
-      } else {
-        url.push_back('%');
-        url.push_back(kHex[c >> 4]);
-        url.push_back(kHex[c & 0xF]);
-      }
-    }
+    url += percent_encode(name, "._-");
   }
   if (collection) url.push_back('/');
   return url;

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "instance/credentials.hpp"  // percent_decode, printable
+#include "instance/credentials.hpp"  // percent_decode, percent_encode, printable
 #include "instance/error.hpp"
 #include "instance/key.hpp"
 

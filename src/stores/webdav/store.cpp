@@ -321,10 +321,7 @@ Result<std::shared_ptr<Store>> make_webdav_store(WebDavStoreOptions options) {
       http.auth = net::ClientOptions::Auth::bearer;
       break;
   }
-  http.tls = {.ca_file = options.ca_file,
-              .client_cert = options.client_cert,
-              .client_key = options.client_key,
-              .insecure = options.insecure};
+  copy_tls_options(options, http.tls);
   if (auto ok = net::check_tls_files(http.tls); !ok) {
     return fail(Errc::invalid, "WebDAV store " + where + ": " + ok.error().message);
   }

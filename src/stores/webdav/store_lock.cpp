@@ -4,8 +4,8 @@
 #include <charconv>
 #include <cstdint>
 #include <optional>
-#include <random>
 
+#include "instance/random.hpp"
 #include "listing.hpp"
 #include "store.hpp"
 
@@ -314,9 +314,7 @@ Result<void> WebDavStore::send_unlock(std::string_view op, const Key& key, const
 }
 
 bool WebDavStore::probe_native_lease() {
-  std::random_device rd;
-  const auto scratch = *Key::parse(std::string(kProbeFolder) + "/lock-" + std::to_string(rd()) +
-                                   std::to_string(rd()));
+  const auto scratch = *Key::parse(std::string(kProbeFolder) + "/lock-" + random_hex(8));
   auto no_lease = [&](LogLevel level, std::string_view finding) {
     const LogField fields[] = {{"store", where_}, {"finding", std::string(finding)}};
     options_.logger->log(level, "WebDAV locks are not used as native leases on this server",

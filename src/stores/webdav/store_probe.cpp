@@ -1,8 +1,8 @@
 // The WebDAV store: capabilities, probed once with a scratch document.
-#include <random>
 #include <string>
 #include <vector>
 
+#include "instance/random.hpp"
 #include "store.hpp"
 
 namespace instance::webdav {
@@ -41,9 +41,7 @@ Result<Capabilities> WebDavStore::probe_locked() {
   }
   // A scratch document under a folder of its own, so listings of real
   // prefixes never see it.
-  std::random_device rd;
-  const auto scratch = *Key::parse(std::string(kProbeFolder) + "/probe-" + std::to_string(rd()) +
-                                   std::to_string(rd()));
+  const auto scratch = *Key::parse(std::string(kProbeFolder) + "/probe-" + random_hex(8));
   // What the server got wrong; told once, with the consequence, at the end.
   std::vector<std::string> findings;
   auto warn = [&](std::string finding) { findings.push_back(std::move(finding)); };

@@ -13,22 +13,6 @@ namespace {
 
 constexpr std::string_view kDefaultOpenCloudFolder = ".instance-guard";
 
-// Percent-encodes every byte outside RFC 3986's unreserved set.
-std::string encode_segment(std::string_view raw) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : raw) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
-    }
-  }
-  return out;
-}
-
 struct Credentials {
   WebDavAuth auth = WebDavAuth::none;
   std::string user;
@@ -37,34 +21,20 @@ struct Credentials {
 
 Result<Credentials> credentials(std::string_view url, std::string url_user,
                                 const OpenOptions& options) {
-  std::optional<std::string> token;
-  std::optional<std::string> password;
-  if (!options.token_file.empty()) {
-    auto t = read_secret_file(options.token_file, "token");
-    if (!t) return std::unexpected(t.error());
-    token = std::move(*t);
-  }
-  if (!options.password_file.empty()) {
-    auto p = read_secret_file(options.password_file, "password");
-    if (!p) return std::unexpected(p.error());
-    password = std::move(*p);
-  }
+  auto given = read_credentials(options, std::move(url_user));
+  if (!given) return std::unexpected(given.error());
+  auto& [user, token, password] = *given;
   if (token && password) {
-    return invalid_store_url(url, "both a token file and a password file were given; give one");
-  }
-  if (!token && !password) {
-    token = credential_env(options, kTokenEnv);
-    password = credential_env(options, kPasswordEnv);
-    if (token && password) {
-      return invalid_store_url(url,
-                               "both INSTANCE_GUARD_TOKEN and INSTANCE_GUARD_PASSWORD are set; "
-                               "unset one");
+    // Both from files, or (no file given) both from the environment.
+    if (!options.token_file.empty()) {
+      return invalid_store_url(url, "both a token file and a password file were given; give one");
     }
+    return invalid_store_url(url,
+                             "both INSTANCE_GUARD_TOKEN and INSTANCE_GUARD_PASSWORD are set; "
+                             "unset one");
   }
   Credentials out;
-  out.user = options.user;
-  if (out.user.empty()) out.user = credential_env(options, kUserEnv).value_or("");
-  if (out.user.empty()) out.user = std::move(url_user);
+  out.user = std::move(user);
   if (token) {
     out.auth = WebDavAuth::bearer;
     out.secret = std::move(*token);
@@ -147,7 +117,7 @@ Result<WebDavStoreOptions> parse_webdav_url(std::string_view url, const OpenOpti
     }
     if (segments.size() == 1) segments.emplace_back(kDefaultOpenCloudFolder);
     base_path = "/dav/spaces";
-    for (const auto& s : segments) base_path.append("/").append(encode_segment(s));
+    for (const auto& s : segments) base_path.append("/").append(percent_encode(s));
   } else {
     base_path = std::string(path);
     while (base_path.ends_with('/')) base_path.pop_back();
@@ -163,10 +133,7 @@ Result<WebDavStoreOptions> parse_webdav_url(std::string_view url, const OpenOpti
   out.auth = creds->auth;
   out.user = std::move(creds->user);
   out.secret = std::move(creds->secret);
-  out.ca_file = options.ca_file;
-  out.client_cert = options.client_cert;
-  out.client_key = options.client_key;
-  out.insecure = options.insecure;
+  copy_tls_options(options, out);
   out.logger = options.logger;
   out.read_only = options.read_only;
   out.create_path = options.create_path;

@@ -1,16 +1,9 @@
 #include "gateway_double.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <ctime>
 #include <fstream>
 #include <iterator>
@@ -20,9 +13,9 @@
 #include <random>
 #include <set>
 #include <stdexcept>
-#include <thread>
 
 #include "cs3/gateway/v1beta1/gateway_api.grpc.pb.h"
+#include "support/http_server.hpp"
 
 namespace instance::testing {
 
@@ -50,15 +43,6 @@ std::string http_date(WallClock::time_point t) {
   return buf;
 }
 
-bool send_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const auto n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
 }  // namespace
 
 struct LockInfo {
@@ -82,18 +66,6 @@ struct Transfer {
   std::string lock_id;
 };
 
-struct HttpRequest {
-  std::string method;
-  std::string target;
-  std::map<std::string, std::string> headers;  // lowercased names
-  std::string body;
-};
-struct HttpReply {
-  int status = 200;
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
-};
-
 struct GatewayDouble::State final : gw::GatewayAPI::Service {
   GatewayDoubleOptions options;
   bool own_root = false;
@@ -115,12 +87,7 @@ struct GatewayDouble::State final : gw::GatewayAPI::Service {
   int grpc_port = 0;
   std::atomic<bool> grpc_stopped{false};
 
-  int listen_fd = -1;
-  int http_port = 0;
-  std::atomic<bool> stopping{false};
-  std::thread acceptor;
-  std::vector<std::thread> connections;
-  std::vector<int> open_fds;
+  std::unique_ptr<HttpServer> http;  // the data endpoint
 
   // ---------------------------------------------------------------- helpers
   WallClock::time_point now() const {
@@ -389,7 +356,7 @@ struct GatewayDouble::State final : gw::GatewayAPI::Service {
     return answer(response, rpc::CODE_OK);
   }
 
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(http_port) + "/data"; }
+  std::string endpoint() const { return http->url() + "/data"; }
 
   grpc::Status InitiateFileDownload(grpc::ServerContext* context,
                                     const sp::InitiateFileDownloadRequest* request,
@@ -565,79 +532,6 @@ struct GatewayDouble::State final : gw::GatewayAPI::Service {
     reply.headers.emplace_back("OC-ETag", nodes[rel].etag);
     return reply;
   }
-
-  void accept_loop() {
-    while (!stopping) {
-      pollfd p{listen_fd, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      const int fd = ::accept(listen_fd, nullptr, nullptr);
-      if (fd < 0) continue;
-      std::lock_guard lock(mu);
-      open_fds.push_back(fd);
-      connections.emplace_back([this, fd] { serve(fd); });
-    }
-  }
-
-  void serve(int fd) {
-    std::string buffer;
-    char chunk[65536];
-    auto fill = [&]() {
-      pollfd p{fd, POLLIN, 0};
-      while (!stopping) {
-        const int r = ::poll(&p, 1, 100);
-        if (r < 0) return false;
-        if (r == 0) continue;
-        const auto n = ::recv(fd, chunk, sizeof chunk, 0);
-        if (n <= 0) return false;
-        buffer.append(chunk, static_cast<std::size_t>(n));
-        return true;
-      }
-      return false;
-    };
-    while (!stopping) {
-      std::size_t end;
-      while ((end = buffer.find("\r\n\r\n")) == std::string::npos) {
-        if (!fill()) return;
-      }
-      HttpRequest request;
-      const std::string head = buffer.substr(0, end);
-      buffer.erase(0, end + 4);
-      std::size_t line_end = head.find("\r\n");
-      const std::string first = head.substr(0, line_end);
-      const auto sp1 = first.find(' ');
-      const auto sp2 = first.find(' ', sp1 + 1);
-      request.method = first.substr(0, sp1);
-      request.target = first.substr(sp1 + 1, sp2 - sp1 - 1);
-      while (line_end != std::string::npos) {
-        const auto start = line_end + 2;
-        line_end = head.find("\r\n", start);
-        const auto line = head.substr(
-            start, line_end == std::string::npos ? std::string::npos : line_end - start);
-        const auto colon = line.find(':');
-        if (colon == std::string::npos) continue;
-        std::string name = line.substr(0, colon);
-        std::ranges::transform(name, name.begin(), [](unsigned char c) { return std::tolower(c); });
-        auto value = line.substr(colon + 1);
-        while (!value.empty() && value.front() == ' ') value.erase(0, 1);
-        request.headers[name] = value;
-      }
-      std::size_t length = 0;
-      if (auto it = request.headers.find("content-length"); it != request.headers.end()) {
-        length = std::stoul(it->second);
-      }
-      while (buffer.size() < length) {
-        if (!fill()) return;
-      }
-      request.body = buffer.substr(0, length);
-      buffer.erase(0, length);
-      const HttpReply reply = handle(request);
-      std::string out = "HTTP/1.1 " + std::to_string(reply.status) + " Status\r\n";
-      for (const auto& [name, value] : reply.headers) out += name + ": " + value + "\r\n";
-      out += "Content-Length: " + std::to_string(reply.body.size()) + "\r\n\r\n";
-      out += reply.body;
-      if (!send_all(fd, out)) break;
-    }
-  }
 };
 
 GatewayDouble::GatewayDouble(GatewayDoubleOptions options) : state_(std::make_unique<State>()) {
@@ -653,18 +547,9 @@ GatewayDouble::GatewayDouble(GatewayDoubleOptions options) : state_(std::make_un
   fs::create_directories(s.space_dir);
 
   // HTTP data endpoint.
-  s.listen_fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (::bind(s.listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(s.listen_fd, 64) != 0 ||
-      ::getsockname(s.listen_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    throw std::runtime_error("cs3 double: cannot listen for HTTP");
-  }
-  s.http_port = ntohs(addr.sin_port);
-  s.acceptor = std::thread([&s] { s.accept_loop(); });
+  s.http =
+      std::make_unique<HttpServer>("cs3 double: HTTP data endpoint",
+                                   [&s](const HttpRequest& request) { return s.handle(request); });
 
   // gRPC gateway.
   grpc::ServerBuilder builder;
@@ -684,18 +569,7 @@ GatewayDouble::GatewayDouble(GatewayDoubleOptions options) : state_(std::make_un
 GatewayDouble::~GatewayDouble() {
   State& s = *state_;
   stop_grpc();
-  s.stopping = true;
-  ::shutdown(s.listen_fd, SHUT_RDWR);
-  s.acceptor.join();
-  ::close(s.listen_fd);
-  std::vector<std::thread> threads;
-  {
-    std::lock_guard lock(s.mu);
-    for (int fd : s.open_fds) ::shutdown(fd, SHUT_RDWR);
-    threads.swap(s.connections);
-  }
-  for (auto& t : threads) t.join();
-  for (int fd : s.open_fds) ::close(fd);
+  s.http.reset();  // stops and joins its threads
   if (s.own_root) {
     std::error_code ec;
     fs::remove_all(s.options.root, ec);
@@ -703,7 +577,7 @@ GatewayDouble::~GatewayDouble() {
 }
 
 int GatewayDouble::grpc_port() const { return state_->grpc_port; }
-int GatewayDouble::http_port() const { return state_->http_port; }
+int GatewayDouble::http_port() const { return state_->http->port(); }
 std::string GatewayDouble::space() const {
   return state_->options.storage_id + "$" + state_->options.space_id;
 }
