@@ -150,7 +150,7 @@ function(instance_install_package)
 
   # pkg-config: one module, `instance`, for the core (the guard, open_store()
   # and the directory store; other stores load as modules). A static core
-  # exports its symbols for the modules (instance/store_module.hpp).
+  # exports its symbols for the modules (instance/sdk/store_module.hpp).
   set(INSTANCE_PC_LIBS "-linstance_core")
   if(NOT BUILD_SHARED_LIBS)
     string(APPEND INSTANCE_PC_LIBS

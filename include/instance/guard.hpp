@@ -103,7 +103,7 @@ struct GuardOptions {
   // cannot be reached to learn its capabilities (auto, exclusive), or verify
   // collided with other claimers and backs off. Past it, the claim fails
   // with the last cause. It is the one start-up budget: claim() and
-  // resolve_mode() open a StartupBudget (instance/startup_budget.hpp), so
+  // resolve_mode() open a StartupBudget (instance/sdk/startup_budget.hpp), so
   // the stores' own retry loops stop by the same deadline (a request under
   // way may finish: one request timeout more) and each of their retries is
   // logged at info. Must be at least 0.

@@ -12,7 +12,7 @@
 //
 // The first two are part of the core; every other family is a store module,
 // linked in and registered, or loaded on the first URL of its scheme
-// (instance/store_module.hpp says how and from where).
+// (instance/sdk/store_module.hpp says how and from where).
 //
 // Credentials never come from the URL's visible text in a way that shows in
 // `ps`: they are read from files named in the options or from the
@@ -60,23 +60,11 @@ struct OpenOptions {
   // created on first use either way.
   bool create_path = false;
   // Where store modules are loaded from; empty: INSTANCE_GUARD_STORE_MODULES,
-  // else the installed folder (instance/store_module.hpp).
+  // else the installed folder (instance/sdk/store_module.hpp).
   std::filesystem::path module_folder;
   // Environment lookup for credentials and settings; ::getenv when empty.
   std::function<std::optional<std::string>(std::string_view)> getenv;
 };
-
-// Copies the TLS settings (ca_file, client_cert, client_key, insecure) from
-// one set of options to another with the same four fields: OpenOptions into
-// a store's options, a store's options into its client's. The one place
-// that lists them.
-template <class From, class To>
-void copy_tls_options(const From& from, To& to) {
-  to.ca_file = from.ca_file;
-  to.client_cert = from.client_cert;
-  to.client_key = from.client_key;
-  to.insecure = from.insecure;
-}
 
 INSTANCE_EXPORT Result<std::shared_ptr<Store>> open_store(std::string_view url,
                                                           const OpenOptions& options = {});

@@ -21,7 +21,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -184,7 +183,7 @@ class INSTANCE_EXPORT Store {
   // Fits the store's timing to the guard that uses it. Guard::create() calls
   // it; a consumer has no need to. A store that retries derives, here and
   // only here, its retry budget per operation, its request timeouts and its
-  // clock-skew warning threshold (StoreTimeouts gives the rule). The default
+  // clock-skew warning threshold (instance/sdk/timeouts.hpp gives the rule). The default
   // does nothing (stores without retries or timeouts). Sends no request; safe
   // while other threads use the store. A store shared by several guards
   // follows the last one created.
@@ -193,65 +192,5 @@ class INSTANCE_EXPORT Store {
 
 // LockGrant::granted of a lock that never expires on its own.
 inline constexpr Duration kForever = Duration::max();
-
-// For store implementations: the timings a network store reads on every
-// operation, as the store was made and as a guard tuned them (Store::tune).
-struct StoreTimeouts {
-  std::chrono::milliseconds retry_deadline;   // all attempts of one operation
-  std::chrono::milliseconds request_timeout;  // one attempt (request, command, call)
-  // Warn (once) when the server's clock differs from ours by more; nullopt
-  // for a store that reads no server clock.
-  std::optional<Duration> max_clock_skew;
-};
-
-// For store implementations: a store's StoreTimeouts, tuned by one rule for
-// every store, so an operation's retries end before the guard's next
-// renewal is due:
-//   retry_deadline  = min(as made, max(1 s, ttl / 3))
-//   request_timeout = min(as made, retry_deadline)
-//   max_clock_skew  = the guard's max_skew (what the guard assumes of clocks)
-// The timeouts a store was made with are upper bounds a guard only shortens;
-// a store no guard tuned keeps them. Thread-safe.
-class INSTANCE_EXPORT TunedTimeouts {
- public:
-  explicit TunedTimeouts(const StoreTimeouts& made);
-  // Applies the rule to `timing` and logs the result at debug, naming `store`.
-  void tune(const StoreTiming& timing, Logger& log, std::string_view store);
-  StoreTimeouts get() const;
-
- private:
-  const StoreTimeouts made_;
-  mutable std::mutex mu_;
-  StoreTimeouts now_;
-};
-
-// Forwards every call to a target store, so a wrapper (fault injection,
-// request counting, latency) overrides only what it changes.
-class INSTANCE_EXPORT StoreWrapper : public Store {
- public:
-  explicit StoreWrapper(std::shared_ptr<Store> target);
-
-  std::string describe() const override;
-  Capabilities capabilities() override;
-  Result<Document> get(const Key& key) override;
-  Result<std::string> create(const Key& key, std::string_view data) override;
-  Result<std::string> replace(const Key& key, std::string_view data) override;
-  Result<void> remove(const Key& key) override;
-  Result<std::vector<Key>> list(const Key& prefix) override;
-  Result<std::string> replace_if(const Key& key, std::string_view data,
-                                 std::string_view version) override;
-  Result<void> remove_if(const Key& key, std::string_view version) override;
-  Result<LockGrant> lock(const Key& key, Duration ttl, std::string_view owner) override;
-  Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
-  Result<void> unlock(const Key& key, std::string_view token) override;
-  Result<LockHolder> lock_holder(const Key& key) override;
-  void tune(const StoreTiming& timing) override;
-
- protected:
-  Store& target() const noexcept { return *target_; }
-
- private:
-  std::shared_ptr<Store> target_;
-};
 
 }  // namespace instance

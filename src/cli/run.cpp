@@ -31,10 +31,10 @@
 #include "child.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
-#include "instance/credentials.hpp"
 #include "instance/guard.hpp"
 #include "instance/liveness.hpp"
 #include "instance/open_store.hpp"
+#include "instance/sdk/credentials.hpp"
 #include "instance/time.hpp"
 #include "signals.hpp"
 

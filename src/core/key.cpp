@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "instance/credentials.hpp"
+#include "instance/sdk/credentials.hpp"
 
 namespace instance {
 namespace {

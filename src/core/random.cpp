@@ -1,5 +1,5 @@
-// Random bytes from the operating system (instance/random.hpp).
-#include "instance/random.hpp"
+// Random bytes from the operating system (instance/sdk/random.hpp).
+#include "instance/sdk/random.hpp"
 
 #include <fcntl.h>
 #include <sys/random.h>

@@ -1,4 +1,4 @@
-#include "instance/startup_budget.hpp"
+#include "instance/sdk/startup_budget.hpp"
 
 #include <algorithm>
 

@@ -38,7 +38,7 @@
 //            true (the document stays, so the epoch never goes back).
 #include <algorithm>
 
-#include "instance/credentials.hpp"
+#include "instance/sdk/credentials.hpp"
 #include "instance/time.hpp"
 #include "lease.hpp"
 #include "protocol.hpp"

@@ -11,8 +11,8 @@
 #include <mutex>
 #include <random>
 
-#include "instance/random.hpp"
-#include "instance/startup_budget.hpp"
+#include "instance/sdk/random.hpp"
+#include "instance/sdk/startup_budget.hpp"
 #include "instance/time.hpp"
 #include "protocol.hpp"
 

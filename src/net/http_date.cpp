@@ -4,6 +4,7 @@
 #include <charconv>
 #include <string>
 
+#include "instance/sdk/timeouts.hpp"
 #include "instance/time.hpp"
 
 namespace instance::net {

@@ -12,6 +12,7 @@
 
 #include "instance/clock.hpp"
 #include "instance/logger.hpp"
+#include "instance/sdk/timeouts.hpp"
 #include "instance/store.hpp"  // TunedTimeouts
 
 namespace instance::net {

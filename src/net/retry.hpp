@@ -5,7 +5,7 @@
 //
 // A Retry lives for one operation (a store call and all its attempts). Its
 // deadline is fixed when it is made: now + policy.deadline, or now + the
-// time the current StartupBudget has left (instance/startup_budget.hpp)
+// time the current StartupBudget has left (instance/sdk/startup_budget.hpp)
 // when that is less, so a start-up budget bounds every store's retries
 // whatever clock each runs on. Each attempt
 // asks begin_attempt() for its timeout; after a failure a retry may cure,
@@ -27,7 +27,7 @@
 #include <string_view>
 
 #include "instance/clock.hpp"
-#include "instance/startup_budget.hpp"
+#include "instance/sdk/startup_budget.hpp"
 
 namespace instance::net {
 

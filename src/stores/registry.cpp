@@ -1,7 +1,7 @@
 // open_store(): URL -> store, through the one registry of store families.
 // The core's own families (file://, memory:) are always there; the others
 // are registered by a program that links them, or loaded from their module
-// on the first URL of their scheme (instance/store_module.hpp).
+// on the first URL of their scheme (instance/sdk/store_module.hpp).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "instance/credentials.hpp"
 #include "instance/open_store.hpp"
-#include "instance/store_module.hpp"
+#include "instance/sdk/credentials.hpp"
+#include "instance/sdk/store_module.hpp"
 #include "instance/stores/directory.hpp"
 #include "instance/stores/memory.hpp"
 

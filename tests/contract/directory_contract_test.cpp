@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "contract/store_contract.hpp"
+#include "instance/sdk/store_wrapper.hpp"
 #include "instance/stores/directory.hpp"
 #include "support/temp_dir.hpp"
 

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <thread>
 
+#include "instance/sdk/store_wrapper.hpp"
 #include "support/race.hpp"
 #include "support/test_support.hpp"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "instance/startup_budget.hpp"
+#include "instance/sdk/startup_budget.hpp"
 #include "instance/testing.hpp"
 #include "net/attempts.hpp"
 

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "instance/sdk/timeouts.hpp"
 #include "instance/testing.hpp"
 #include "support/test_support.hpp"
 

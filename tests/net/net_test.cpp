@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "instance/startup_budget.hpp"
+#include "instance/sdk/startup_budget.hpp"
 #include "instance/testing.hpp"
 #include "net/errors.hpp"
 #include "net/http.hpp"

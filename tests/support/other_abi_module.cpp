@@ -2,7 +2,7 @@
 // 998): the loader must refuse it, naming both versions, without touching
 // anything but its first member. tests/e2e/modules_test.sh installs it as
 // etcd.so in a scratch module folder.
-#include "instance/store_module.hpp"
+#include "instance/sdk/store_module.hpp"
 
 namespace {
 

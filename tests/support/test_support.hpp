@@ -11,6 +11,7 @@
 
 #include "instance/key.hpp"
 #include "instance/logger.hpp"
+#include "instance/sdk/store_wrapper.hpp"
 #include "instance/store.hpp"
 
 namespace instance::testing {

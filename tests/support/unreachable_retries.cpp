@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "instance/guard.hpp"
-#include "instance/startup_budget.hpp"
+#include "instance/sdk/startup_budget.hpp"
 #include "instance/testing.hpp"
 #include "support/test_support.hpp"
 

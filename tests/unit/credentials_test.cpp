@@ -1,6 +1,6 @@
 // Credential files and variables, shared by every remote store's URL parser:
 // one line, trimmed, bounded; messages name the file and never the secret.
-#include "instance/credentials.hpp"
+#include "instance/sdk/credentials.hpp"
 
 #include <gtest/gtest.h>
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "instance/guard.hpp"
+#include "instance/sdk/store_wrapper.hpp"
 #include "instance/stores/memory.hpp"
 #include "instance/testing.hpp"
 #include "instance/time.hpp"

@@ -1,6 +1,6 @@
 // Random names and nonces come from the operating system's source
-// (instance/random.hpp).
-#include "instance/random.hpp"
+// (instance/sdk/random.hpp).
+#include "instance/sdk/random.hpp"
 
 #include <gtest/gtest.h>
 

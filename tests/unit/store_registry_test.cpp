@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "instance/open_store.hpp"
-#include "instance/store_module.hpp"
+#include "instance/sdk/store_module.hpp"
 #include "instance/stores/memory.hpp"
 
 namespace instance {

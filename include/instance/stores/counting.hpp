@@ -20,6 +20,7 @@
 #include <string>
 
 #include "instance/export.hpp"
+#include "instance/sdk/store_wrapper.hpp"
 #include "instance/store.hpp"
 #include "instance/stores/faults.hpp"  // StoreOp, kStoreOpCount, to_string(StoreOp)
 

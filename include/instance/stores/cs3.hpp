@@ -59,7 +59,7 @@
 // (someone's remove_if holds it a moment), HTTP 425, 429 and 5xx but 501 and
 // 507, and transport errors are retried with exponential backoff and equal
 // jitter until retry_deadline (on `clock`), or the current StartupBudget's
-// time left when less (instance/startup_budget.hpp); then
+// time left when less (instance/sdk/startup_budget.hpp); then
 // Errc::unavailable (or timeout).
 //
 // Secrets: the service account secret and every token (access token,
@@ -82,8 +82,8 @@
 #include "instance/export.hpp"
 #include "instance/logger.hpp"
 #include "instance/open_store.hpp"
+#include "instance/sdk/store_module.hpp"
 #include "instance/store.hpp"
-#include "instance/store_module.hpp"
 
 namespace instance {
 
@@ -165,7 +165,7 @@ INSTANCE_EXPORT Result<std::shared_ptr<Store>> make_cs3_store(Cs3StoreOptions op
 
 // The cs3 store family for open_store(): its schemes (cs3://, cs3s://, opencloud+cs3://,
 // opencloud+cs3s://). A program that links this store registers it with register_store_module()
-// (instance/store_module.hpp); the loadable module answers the same object.
+// (instance/sdk/store_module.hpp); the loadable module answers the same object.
 INSTANCE_EXPORT const StoreModule& cs3_store_module();
 
 }  // namespace instance

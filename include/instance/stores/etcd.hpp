@@ -35,7 +35,7 @@
 // keep-alive connection, requests serialised). Transport failures and
 // gRPC Unavailable / DeadlineExceeded answers are retried with exponential
 // backoff and equal jitter until `retry_deadline` (on `clock`), or the
-// current StartupBudget's time left when less (instance/startup_budget.hpp);
+// current StartupBudget's time left when less (instance/sdk/startup_budget.hpp);
 // then Errc::unavailable (or Errc::timeout). A write whose earlier attempt may have reached the
 // server is resolved on retry: a failed compare that our own earlier attempt explains (the key
 // holds exactly our bytes, or our lease) counts as success.
@@ -68,8 +68,8 @@
 #include "instance/export.hpp"
 #include "instance/logger.hpp"
 #include "instance/open_store.hpp"
+#include "instance/sdk/store_module.hpp"
 #include "instance/store.hpp"
-#include "instance/store_module.hpp"
 
 namespace instance {
 
@@ -130,7 +130,7 @@ INSTANCE_EXPORT Result<std::shared_ptr<Store>> make_etcd_store(EtcdStoreOptions 
 
 // The etcd store family for open_store(): its schemes (etcd://, etcds://). A
 // program that links this store registers it with register_store_module()
-// (instance/store_module.hpp); the loadable module answers the same object.
+// (instance/sdk/store_module.hpp); the loadable module answers the same object.
 INSTANCE_EXPORT const StoreModule& etcd_store_module();
 
 }  // namespace instance

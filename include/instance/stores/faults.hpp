@@ -49,6 +49,7 @@
 #include "instance/error.hpp"
 #include "instance/export.hpp"
 #include "instance/key.hpp"
+#include "instance/sdk/store_wrapper.hpp"
 #include "instance/store.hpp"
 
 namespace instance {

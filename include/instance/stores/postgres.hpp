@@ -33,7 +33,7 @@
 // reset, server shutting down or starting up), or with a serialization
 // failure or deadlock, is retried with exponential backoff and equal jitter
 // until `retry_deadline` (on `clock`), or the current StartupBudget's
-// time left when less (instance/startup_budget.hpp); a later attempt's
+// time left when less (instance/sdk/startup_budget.hpp); a later attempt's
 // connect and statement wait at most the time left. Then Errc::unavailable
 // (Errc::timeout when the last attempt timed out), naming the redacted
 // endpoint. Writes carry a
@@ -73,8 +73,8 @@
 #include "instance/export.hpp"
 #include "instance/logger.hpp"
 #include "instance/open_store.hpp"
+#include "instance/sdk/store_module.hpp"
 #include "instance/store.hpp"
-#include "instance/store_module.hpp"
 
 namespace instance {
 
@@ -134,7 +134,7 @@ INSTANCE_EXPORT Result<std::shared_ptr<Store>> make_postgres_store(PostgresStore
 
 // The postgres store family for open_store(): its schemes (postgres://, postgresql://). A
 // program that links this store registers it with register_store_module()
-// (instance/store_module.hpp); the loadable module answers the same object.
+// (instance/sdk/store_module.hpp); the loadable module answers the same object.
 INSTANCE_EXPORT const StoreModule& postgres_store_module();
 
 }  // namespace instance

@@ -39,7 +39,7 @@
 // BUSY, TRYAGAIN and MASTERDOWN are retried with a fresh connection and
 // exponential backoff (equal jitter) until `retry_deadline` (on `clock`), or
 // the current StartupBudget's time left when less
-// (instance/startup_budget.hpp), runs out; a later attempt's socket timeouts
+// (instance/sdk/startup_budget.hpp), runs out; a later attempt's socket timeouts
 // are at most the time left. Then Errc::unavailable (Errc::timeout when the
 // last attempt timed out), with a message saying what to check. A write whose earlier attempt may
 // have reached the server is resolved on retry: create, replace_if and lock recognise their own
@@ -73,8 +73,8 @@
 #include "instance/export.hpp"
 #include "instance/logger.hpp"
 #include "instance/open_store.hpp"
+#include "instance/sdk/store_module.hpp"
 #include "instance/store.hpp"
-#include "instance/store_module.hpp"
 
 namespace instance {
 
@@ -136,7 +136,7 @@ INSTANCE_EXPORT Result<std::shared_ptr<Store>> make_redis_store(RedisStoreOption
 
 // The redis store family for open_store(): its schemes (redis://, rediss://). A
 // program that links this store registers it with register_store_module()
-// (instance/store_module.hpp); the loadable module answers the same object.
+// (instance/sdk/store_module.hpp); the loadable module answers the same object.
 INSTANCE_EXPORT const StoreModule& redis_store_module();
 
 // The URL describe() shows for these options: redis://host:port/db?prefix=...

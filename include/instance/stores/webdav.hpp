@@ -24,7 +24,7 @@
 // Retries: transport errors, 5xx (but 501/505/507) and 425 Too Early are
 // retried with exponential backoff and equal jitter until `retry_deadline`
 // (on `clock`), or the current StartupBudget's time left when less
-// (instance/startup_budget.hpp), runs out; then Errc::unavailable (or
+// (instance/sdk/startup_budget.hpp), runs out; then Errc::unavailable (or
 // Errc::timeout when the last attempt timed out). A write whose first attempt may have reached the
 // server is resolved on retry (a 412 or 404 that our own earlier attempt
 // explains counts as success).
@@ -94,8 +94,8 @@
 #include "instance/export.hpp"
 #include "instance/logger.hpp"
 #include "instance/open_store.hpp"
+#include "instance/sdk/store_module.hpp"
 #include "instance/store.hpp"
-#include "instance/store_module.hpp"
 
 namespace instance {
 
@@ -188,7 +188,7 @@ INSTANCE_EXPORT Result<std::shared_ptr<Store>> make_webdav_store(WebDavStoreOpti
 
 // The webdav store family for open_store(): its schemes (webdav://, webdavs://, opencloud://). A
 // program that links this store registers it with register_store_module()
-// (instance/store_module.hpp); the loadable module answers the same object.
+// (instance/sdk/store_module.hpp); the loadable module answers the same object.
 INSTANCE_EXPORT const StoreModule& webdav_store_module();
 
 }  // namespace instance

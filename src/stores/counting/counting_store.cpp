@@ -1,3 +1,4 @@
+#include "instance/sdk/store_wrapper.hpp"
 #include "instance/stores/counting.hpp"
 
 namespace instance {

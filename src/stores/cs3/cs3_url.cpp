@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "instance/credentials.hpp"
+#include "instance/sdk/credentials.hpp"
 #include "instance/stores/cs3.hpp"
 
 namespace instance {

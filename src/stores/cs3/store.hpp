@@ -21,8 +21,9 @@
 
 #include "cs3/gateway/v1beta1/gateway_api.grpc.pb.h"
 #include "errors.hpp"
-#include "instance/credentials.hpp"  // printable
-#include "instance/random.hpp"
+#include "instance/sdk/credentials.hpp"  // printable
+#include "instance/sdk/random.hpp"
+#include "instance/sdk/timeouts.hpp"
 #include "instance/stores/cs3.hpp"
 #include "net/attempts.hpp"
 #include "net/errors.hpp"

@@ -9,7 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "codec.hpp"
-#include "instance/credentials.hpp"  // printable
+#include "instance/sdk/credentials.hpp"  // printable
+#include "instance/sdk/timeouts.hpp"
 #include "instance/stores/etcd.hpp"
 #include "net/attempts.hpp"
 #include "net/errors.hpp"

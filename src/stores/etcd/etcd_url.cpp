@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "instance/credentials.hpp"
+#include "instance/sdk/credentials.hpp"
 #include "instance/stores/etcd.hpp"
 
 namespace instance {

@@ -1,8 +1,8 @@
-// The PostgreSQL store family as a StoreModule (instance/store_module.hpp).
+// The PostgreSQL store family as a StoreModule (instance/sdk/store_module.hpp).
 #include <array>
 #include <string_view>
 
-#include "instance/store_module.hpp"
+#include "instance/sdk/store_module.hpp"
 #include "instance/stores/postgres.hpp"
 
 namespace instance {

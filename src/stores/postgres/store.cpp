@@ -5,8 +5,9 @@
 #include <mutex>
 
 #include "connection.hpp"
-#include "instance/credentials.hpp"  // printable
-#include "instance/random.hpp"
+#include "instance/sdk/credentials.hpp"  // printable
+#include "instance/sdk/random.hpp"
+#include "instance/sdk/timeouts.hpp"
 #include "instance/stores/postgres.hpp"
 #include "net/attempts.hpp"
 #include "sql.hpp"

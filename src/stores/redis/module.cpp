@@ -1,8 +1,8 @@
-// The Redis store family as a StoreModule (instance/store_module.hpp).
+// The Redis store family as a StoreModule (instance/sdk/store_module.hpp).
 #include <array>
 #include <string_view>
 
-#include "instance/store_module.hpp"
+#include "instance/sdk/store_module.hpp"
 #include "instance/stores/redis.hpp"
 
 namespace instance {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "instance/credentials.hpp"
+#include "instance/sdk/credentials.hpp"
 #include "instance/stores/redis.hpp"
 
 namespace instance {

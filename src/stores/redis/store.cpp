@@ -8,8 +8,9 @@
 #include <set>
 
 #include "connection.hpp"
-#include "instance/credentials.hpp"  // printable
-#include "instance/random.hpp"
+#include "instance/sdk/credentials.hpp"  // printable
+#include "instance/sdk/random.hpp"
+#include "instance/sdk/timeouts.hpp"
 #include "instance/stores/redis.hpp"
 #include "instance/time.hpp"
 #include "net/attempts.hpp"

@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "instance/credentials.hpp"  // percent_decode, percent_encode, printable
 #include "instance/error.hpp"
 #include "instance/key.hpp"
+#include "instance/sdk/credentials.hpp"  // percent_decode, percent_encode, printable
 
 namespace instance::webdav {
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "errors.hpp"
+#include "instance/sdk/timeouts.hpp"
 #include "instance/stores/webdav.hpp"
 #include "net/http.hpp"
 #include "net/http_date.hpp"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "instance/random.hpp"
+#include "instance/sdk/random.hpp"
 #include "listing.hpp"
 #include "store.hpp"
 

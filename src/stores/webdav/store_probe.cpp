@@ -2,7 +2,7 @@
 #include <string>
 #include <vector>
 
-#include "instance/random.hpp"
+#include "instance/sdk/random.hpp"
 #include "store.hpp"
 
 namespace instance::webdav {

@@ -2,6 +2,7 @@
 // clock check.
 #include <algorithm>
 
+#include "instance/sdk/timeouts.hpp"
 #include "instance/time.hpp"
 #include "net/attempts.hpp"
 #include "store.hpp"

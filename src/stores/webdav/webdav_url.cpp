@@ -4,7 +4,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "instance/credentials.hpp"
+#include "instance/sdk/credentials.hpp"
 #include "instance/stores/webdav.hpp"
 #include "paths.hpp"
 

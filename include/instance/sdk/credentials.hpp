@@ -1,7 +1,8 @@
-// Credentials for remote stores, read the same way by every store's URL
-// parser: from files named in OpenOptions or from the environment, never from
-// the URL's visible text. Messages name the file or the variable, never the
-// secret.
+// For store implementations (the store SDK, include/instance/sdk/):
+// credentials and TLS settings for remote stores, read the same way by every
+// store's URL parser: from files named in OpenOptions or from the
+// environment, never from the URL's visible text. Messages name the file or
+// the variable, never the secret.
 #pragma once
 
 #include <array>
@@ -14,6 +15,7 @@
 #include "instance/error.hpp"
 #include "instance/export.hpp"
 #include "instance/open_store.hpp"
+#include "instance/sdk/text.hpp"
 
 namespace instance {
 
@@ -54,28 +56,6 @@ INSTANCE_EXPORT Result<std::string> read_secret_file(const std::filesystem::path
 INSTANCE_EXPORT std::optional<std::string> credential_env(const OpenOptions& options,
                                                           std::string_view name);
 
-// Text from a URL, a server or a file, fit for a message or a log line: the
-// first `max` bytes (then "..."), every control, non-ASCII or backslash byte
-// as \xNN. The one escaping every store's messages use.
-INSTANCE_EXPORT std::string printable(std::string_view text, std::size_t max = 160);
-
-// A store URL fit for a message: redact_url (user info up to the last '@',
-// sensitive query parameters), then printable.
-INSTANCE_EXPORT std::string shown_store_url(std::string_view url);
-
-// Errc::invalid, "store URL <shown_store_url>: <why>".
-INSTANCE_EXPORT std::unexpected<Error> invalid_store_url(std::string_view url, std::string why);
-
-// %XX escapes decoded (either case); nullopt for a truncated or non-hex escape.
-INSTANCE_EXPORT std::optional<std::string> percent_decode(std::string_view text);
-
-// Every byte of `raw` as %XX (uppercase hex) except the ASCII letters and
-// digits and the bytes in `unreserved` (by default RFC 3986's other
-// unreserved characters). The one percent-encoder of keys, URLs and store
-// descriptions.
-INSTANCE_EXPORT std::string percent_encode(std::string_view raw,
-                                           std::string_view unreserved = "-._~");
-
 // What a store URL's options and environment give to authenticate with.
 struct StoreCredentials {
   std::string user;                     // "" when none was given
@@ -115,5 +95,17 @@ INSTANCE_EXPORT std::optional<std::string> password_in_url(std::string_view url,
 // first.
 INSTANCE_EXPORT Result<std::string> take_url_user(std::string_view url,
                                                   std::string_view& authority);
+
+// Copies the TLS settings (ca_file, client_cert, client_key, insecure) from
+// one set of options to another with the same four fields: OpenOptions into
+// a store's options, a store's options into its client's. The one place
+// that lists them.
+template <class From, class To>
+void copy_tls_options(const From& from, To& to) {
+  to.ca_file = from.ca_file;
+  to.client_cert = from.client_cert;
+  to.client_key = from.client_key;
+  to.insecure = from.insecure;
+}
 
 }  // namespace instance

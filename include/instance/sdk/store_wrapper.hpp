@@ -1,0 +1,45 @@
+// For store implementations (the store SDK, include/instance/sdk/): a store
+// that forwards to another, the base of the wrappers (fault injection,
+// request counting).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "instance/export.hpp"
+#include "instance/store.hpp"
+
+namespace instance {
+
+// Forwards every call to a target store, so a wrapper (fault injection,
+// request counting, latency) overrides only what it changes.
+class INSTANCE_EXPORT StoreWrapper : public Store {
+ public:
+  explicit StoreWrapper(std::shared_ptr<Store> target);
+
+  std::string describe() const override;
+  Capabilities capabilities() override;
+  Result<Document> get(const Key& key) override;
+  Result<std::string> create(const Key& key, std::string_view data) override;
+  Result<std::string> replace(const Key& key, std::string_view data) override;
+  Result<void> remove(const Key& key) override;
+  Result<std::vector<Key>> list(const Key& prefix) override;
+  Result<std::string> replace_if(const Key& key, std::string_view data,
+                                 std::string_view version) override;
+  Result<void> remove_if(const Key& key, std::string_view version) override;
+  Result<LockGrant> lock(const Key& key, Duration ttl, std::string_view owner) override;
+  Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
+  Result<void> unlock(const Key& key, std::string_view token) override;
+  Result<LockHolder> lock_holder(const Key& key) override;
+  void tune(const StoreTiming& timing) override;
+
+ protected:
+  Store& target() const noexcept { return *target_; }
+
+ private:
+  std::shared_ptr<Store> target_;
+};
+
+}  // namespace instance
