@@ -46,7 +46,7 @@ PACKAGES=(
   util-linux            # flock(1) in the end-to-end tests
   dpkg-dev              # cpack -G DEB: dpkg-shlibdeps computes the tool package's Depends
   man-db                # the packaging tests: man -w, and man --warnings on the man page
-  spin                  # model checking of the claim protocols (models/, tests/model)
+  spin                  # model checking of the claim protocols (models/, tests/models)
   clang-format-16       # the format check (tests/lint/format_test.sh, .clang-format)
   clang-tidy-16         # scripts/lint.sh tidy (.clang-tidy)
   clang-16              # libFuzzer targets (fuzz/): clang 14 cannot compile libstdc++ 12's <expected>

@@ -206,9 +206,9 @@ std::expected<void, int> write_all(int fd, std::string_view data) {
 // ---------------------------------------------------------------------------
 // Error messages: "<op> <key> in file:///root: <detail>".
 
-class Context {
+class Operation {
  public:
-  Context(std::string_view op, const Key& key, const std::string& where)
+  Operation(std::string_view op, const Key& key, const std::string& where)
       : op_(op), key_(key), where_(where) {}
 
   const Key& key() const noexcept { return key_; }
@@ -242,7 +242,7 @@ class Context {
 };
 
 // Precondition shared by the writes: a document key and a document that fits.
-Result<void> check_write(const Context& ctx, std::string_view data) {
+Result<void> check_write(const Operation& ctx, std::string_view data) {
   if (ctx.key().empty()) return ctx.fail(Errc::invalid, "the root key is not a document");
   if (data.size() > kMaxDocumentSize) {
     return ctx.fail(Errc::invalid,
@@ -253,7 +253,7 @@ Result<void> check_write(const Context& ctx, std::string_view data) {
 
 // Opens the existing folder `name` in `dir` without following a link.
 // Errc::not_found when it is missing or is a document.
-Result<UniqueFd> open_subfolder(const Context& ctx, int dir, const std::string& name,
+Result<UniqueFd> open_subfolder(const Operation& ctx, int dir, const std::string& name,
                                 const std::string& rel) {
   const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0) return UniqueFd(fd);
@@ -269,7 +269,7 @@ Result<UniqueFd> open_subfolder(const Context& ctx, int dir, const std::string& 
 // Opens (with `create`, makes first) the folder `segments` below `root`, one
 // segment at a time, never following a link. A new folder's parent is
 // synced so that the folder survives a crash.
-Result<UniqueFd> open_folder(const Context& ctx, int root, std::span<const std::string> segments,
+Result<UniqueFd> open_folder(const Operation& ctx, int root, std::span<const std::string> segments,
                              bool create) {
   UniqueFd current(::dup(root));
   if (current.get() < 0) return ctx.fail_errno(errno, "cannot duplicate the root descriptor");
@@ -297,7 +297,7 @@ Result<UniqueFd> open_folder(const Context& ctx, int root, std::span<const std::
 // Reads the document `leaf` in `parent` (`rel` names it in messages). A link
 // is refused; anything but a regular file of at most kMaxDocumentSize bytes
 // is Errc::malformed and left alone. A FIFO or device is never opened.
-Result<Document> read_document(const Context& ctx, int parent, const std::string& leaf,
+Result<Document> read_document(const Operation& ctx, int parent, const std::string& leaf,
                                const std::string& rel) {
   const auto kind = kind_of(parent, leaf);
   if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + rel);
@@ -349,7 +349,7 @@ Result<Document> read_document(const Context& ctx, int parent, const std::string
 // The exclusive lock on <root>/lock~, held for the lifetime of the object.
 class WriteLock {
  public:
-  static Result<WriteLock> acquire(const Context& ctx, int root) {
+  static Result<WriteLock> acquire(const Operation& ctx, int root) {
     int fd = ::openat(root, kLockFile, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
     const bool writable = fd >= 0;
     if (fd < 0 && errno == EACCES) {
@@ -396,7 +396,7 @@ class WriteLock {
 // A new file in tmp~, removed again unless commit() is called.
 class TempFile {
  public:
-  static Result<TempFile> create(const Context& ctx, int temp_folder) {
+  static Result<TempFile> create(const Operation& ctx, int temp_folder) {
     static std::atomic<std::uint64_t> counter{0};
     for (int attempt = 0; attempt < 100; ++attempt) {
       std::string name = std::to_string(::getpid()) + "-" + std::to_string(++counter) + ".tmp";
@@ -438,7 +438,7 @@ enum class Install { no_clobber, overwrite };
 
 // Moves the finished temporary file to `leaf` in `parent`. no_clobber uses
 // RENAME_NOREPLACE, or link()+unlink where the file system lacks it.
-Result<void> install(const Context& ctx, TempFile& temp, int temp_folder, int parent,
+Result<void> install(const Operation& ctx, TempFile& temp, int temp_folder, int parent,
                      const std::string& leaf, Install mode) {
   const char* from = temp.name().c_str();
   if (mode == Install::overwrite) {
@@ -485,7 +485,7 @@ class DirectoryStore final : public Store {
   }
 
   Result<Document> get(const Key& key) override {
-    const Context ctx("get", key, where_);
+    const Operation ctx("get", key, where_);
     if (key.empty()) return ctx.fail(Errc::invalid, "the root key is not a document");
     auto root = open_root(ctx, false);
     if (!root) return std::unexpected(root.error());
@@ -496,7 +496,7 @@ class DirectoryStore final : public Store {
   }
 
   Result<std::string> create(const Key& key, std::string_view data) override {
-    const Context ctx("create", key, where_);
+    const Operation ctx("create", key, where_);
     return locked_write(ctx, data, true,
                         [&](int parent, const std::string& leaf) -> Result<Install> {
                           const auto kind = kind_of(parent, leaf);
@@ -510,7 +510,7 @@ class DirectoryStore final : public Store {
   }
 
   Result<std::string> replace(const Key& key, std::string_view data) override {
-    const Context ctx("replace", key, where_);
+    const Operation ctx("replace", key, where_);
     return locked_write(
         ctx, data, true, [&](int parent, const std::string& leaf) -> Result<Install> {
           const auto kind = kind_of(parent, leaf);
@@ -525,7 +525,7 @@ class DirectoryStore final : public Store {
 
   Result<std::string> replace_if(const Key& key, std::string_view data,
                                  std::string_view version) override {
-    const Context ctx("conditional replace", key, where_);
+    const Operation ctx("conditional replace", key, where_);
     return locked_write(ctx, data, false,
                         [&](int parent, const std::string& leaf) -> Result<Install> {
                           auto current = read_document(ctx, parent, leaf, key.str());
@@ -537,7 +537,7 @@ class DirectoryStore final : public Store {
   }
 
   Result<void> remove(const Key& key) override {
-    const Context ctx("remove", key, where_);
+    const Operation ctx("remove", key, where_);
     return locked_remove(ctx, [&](int parent, const std::string& leaf) -> Result<void> {
       const auto kind = kind_of(parent, leaf);
       if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + key.str());
@@ -557,7 +557,7 @@ class DirectoryStore final : public Store {
   }
 
   Result<void> remove_if(const Key& key, std::string_view version) override {
-    const Context ctx("conditional remove", key, where_);
+    const Operation ctx("conditional remove", key, where_);
     return locked_remove(ctx, [&](int parent, const std::string& leaf) -> Result<void> {
       auto current = read_document(ctx, parent, leaf, key.str());
       if (!current) return std::unexpected(current.error());
@@ -569,7 +569,7 @@ class DirectoryStore final : public Store {
   // Native leases: an OFD write lock on <root>/locks~/<name>. `ttl` plays no
   // part: the lock lasts until unlock() or until the holding process dies.
   Result<LockGrant> lock(const Key& key, Duration, std::string_view owner) override {
-    const Context ctx("lock", key, where_);
+    const Operation ctx("lock", key, where_);
     if (key.empty()) return ctx.fail(Errc::invalid, "the root key cannot be locked");
     auto folder = open_lease_folder(ctx, true);
     if (!folder) return std::unexpected(folder.error());
@@ -617,7 +617,7 @@ class DirectoryStore final : public Store {
   // The lease is ours while its descriptor is open and the lock file is still
   // the file it locked (not removed or replaced behind our back).
   Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration) override {
-    const Context ctx("refresh lock", key, where_);
+    const Operation ctx("refresh lock", key, where_);
     const std::lock_guard guard(leases_mutex_);
     const auto it = find_lease(key, token);
     if (it == leases_.end()) {
@@ -634,7 +634,7 @@ class DirectoryStore final : public Store {
   }
 
   Result<void> unlock(const Key& key, std::string_view token) override {
-    const Context ctx("unlock", key, where_);
+    const Operation ctx("unlock", key, where_);
     const std::lock_guard guard(leases_mutex_);
     const auto it = find_lease(key, token);
     if (it == leases_.end()) {
@@ -648,7 +648,7 @@ class DirectoryStore final : public Store {
   }
 
   Result<std::vector<Key>> list(const Key& prefix) override {
-    const Context ctx("list", prefix, where_);
+    const Operation ctx("list", prefix, where_);
     std::vector<Key> keys;
     auto root = open_root(ctx, false);
     if (!root) return absent_is_empty(root.error(), std::move(keys));
@@ -693,7 +693,7 @@ class DirectoryStore final : public Store {
 
   // Opens the root folder (following a link: the caller chose this path).
   // With `create`, a missing root is made, parents included.
-  Result<UniqueFd> open_root(const Context& ctx, bool create) const {
+  Result<UniqueFd> open_root(const Operation& ctx, bool create) const {
     int fd = ::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT && create) {
       std::error_code ec;
@@ -714,7 +714,7 @@ class DirectoryStore final : public Store {
   // `create_folders`), lets `decide` inspect the current state and choose how
   // to install, then writes a temporary file and installs it.
   template <class Decide>
-  Result<std::string> locked_write(const Context& ctx, std::string_view data, bool create_folders,
+  Result<std::string> locked_write(const Operation& ctx, std::string_view data, bool create_folders,
                                    Decide decide) {
     if (auto ok = check_write(ctx, data); !ok) return std::unexpected(ok.error());
     auto root = open_root(ctx, create_folders);
@@ -731,7 +731,7 @@ class DirectoryStore final : public Store {
 
   // Writes `data` to a stamped, synced temporary file, installs it as `leaf`
   // in `parent` and syncs the folder. Returns the new version.
-  static Result<std::string> write_document(const Context& ctx, WriteLock& lock, int root,
+  static Result<std::string> write_document(const Operation& ctx, WriteLock& lock, int root,
                                             int parent, const std::string& leaf,
                                             std::string_view data, Install mode) {
     const std::string temp_name(kTempFolder);
@@ -760,7 +760,7 @@ class DirectoryStore final : public Store {
   // Under the write lock: lets `check` inspect the document, then unlinks it
   // and syncs its folder.
   template <class Check>
-  Result<void> locked_remove(const Context& ctx, Check check) {
+  Result<void> locked_remove(const Operation& ctx, Check check) {
     if (ctx.key().empty()) return ctx.fail(Errc::invalid, "the root key is not a document");
     auto root = open_root(ctx, false);
     if (!root) return std::unexpected(root.error());
@@ -782,7 +782,7 @@ class DirectoryStore final : public Store {
   // Every other name is listed, canonical or not (Key::from_listing): the
   // original guard judges every file under instances/ whatever its name, and
   // skipping one could hide a live record.
-  static Result<void> walk(const Context& ctx, UniqueFd dir, const Key& base, bool at_root,
+  static Result<void> walk(const Operation& ctx, UniqueFd dir, const Key& base, bool at_root,
                            std::vector<Key>& keys) {
     if (dir.get() < 0) return ctx.fail_errno(errno, "cannot open folder " + base.str());
     DirStream stream(::fdopendir(dir.get()));
@@ -809,7 +809,7 @@ class DirectoryStore final : public Store {
 
   // One entry of a folder being listed: recurse into folders, refuse links,
   // list everything else (get() reports what cannot be a document).
-  static Result<void> visit(const Context& ctx, int dir, const std::string& name, const Key& child,
+  static Result<void> visit(const Operation& ctx, int dir, const std::string& name, const Key& child,
                             std::vector<Key>& keys) {
     const auto kind = kind_of(dir, name);
     if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + child.str());
@@ -874,7 +874,7 @@ class DirectoryStore final : public Store {
     return " (taken by " + printable(owner) + ")";
   }
 
-  Result<UniqueFd> open_lease_folder(const Context& ctx, bool create) const {
+  Result<UniqueFd> open_lease_folder(const Operation& ctx, bool create) const {
     auto root = open_root(ctx, create);
     if (!root) return std::unexpected(root.error());
     const std::string name(kLeaseFolder);
@@ -895,7 +895,7 @@ class DirectoryStore final : public Store {
 
   // Errc::not_found when the lease is certainly gone; other codes when the
   // file system cannot tell right now.
-  Result<void> still_held(const Context& ctx, const Lease& lease) const {
+  Result<void> still_held(const Operation& ctx, const Lease& lease) const {
     const std::string rel = std::string(kLeaseFolder) + "/" + lease.name;
     struct stat mine {};
     if (::fstat(lease.fd.get(), &mine) != 0) return ctx.fail_errno(errno, "cannot inspect " + rel);

@@ -83,7 +83,7 @@ check() {
     {
       narrative "$name"
       echo
-      echo "Reproduce: tests/model/run_spin.sh --write-counterexample"
+      echo "Reproduce: tests/models/run_spin.sh --write-counterexample"
       echo "  (spin $spin_defs -a $model; gcc -DSAFETY $cc_flags pan.c; ./pan $run_flags; spin $spin_defs -t -p -g $model)"
       echo "Lines for the steps inside the atomic listing (DO, IF, goto, skip) are left out."
       echo
