@@ -1,4 +1,4 @@
-#include "net/retry.hpp"
+#include "instance/sdk/retry.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-// The one attempt loop of the network stores (src/net/attempts.hpp), on a
+// The one attempt loop of the network stores (instance/sdk/attempts.hpp), on a
 // fake clock: what each attempt is told, when the loop stops, what it
 // returns, and what the retry hook and the start-up budget hear.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 
 #include "instance/sdk/startup_budget.hpp"
 #include "instance/testing.hpp"
-#include "net/attempts.hpp"
+#include "instance/sdk/attempts.hpp"
 
 namespace instance::net {
 namespace {

@@ -12,7 +12,7 @@
 #include "instance/testing.hpp"
 #include "net/errors.hpp"
 #include "net/http.hpp"
-#include "net/retry.hpp"
+#include "instance/sdk/retry.hpp"
 
 namespace instance::net {
 namespace {

@@ -25,7 +25,7 @@
 #include "instance/sdk/random.hpp"
 #include "instance/sdk/timeouts.hpp"
 #include "instance/stores/cs3.hpp"
-#include "net/attempts.hpp"
+#include "instance/sdk/attempts.hpp"
 #include "net/errors.hpp"
 #include "net/http.hpp"
 #include "net/http_date.hpp"

@@ -12,7 +12,7 @@
 #include "instance/sdk/credentials.hpp"  // printable
 #include "instance/sdk/timeouts.hpp"
 #include "instance/stores/etcd.hpp"
-#include "net/attempts.hpp"
+#include "instance/sdk/attempts.hpp"
 #include "net/errors.hpp"
 #include "net/http.hpp"
 #include "net/http_date.hpp"
@@ -521,7 +521,7 @@ class EtcdStore final : public Store {
   }
 
   // Sends one request, retrying what a retry may cure until retry_deadline
-  // (net/attempts.hpp). A simple token that expired (5 minutes by default)
+  // (instance/sdk/attempts.hpp). A simple token that expired (5 minutes by default)
   // is renewed once, within the attempt.
   Result<Reply> call(const std::string& what, std::string_view path, const json& body,
                      std::size_t max_body) {

@@ -9,7 +9,7 @@
 #include "instance/sdk/random.hpp"
 #include "instance/sdk/timeouts.hpp"
 #include "instance/stores/postgres.hpp"
-#include "net/attempts.hpp"
+#include "instance/sdk/attempts.hpp"
 #include "sql.hpp"
 
 namespace instance {
@@ -250,7 +250,7 @@ class PostgresStore final : public Store {
     bool maybe_applied_before = false;  // an earlier attempt may have run the statement
   };
 
-  // Runs one statement, retrying what a retry may cure (net/attempts.hpp):
+  // Runs one statement, retrying what a retry may cure (instance/sdk/attempts.hpp):
   // pauses and the deadline (the tuned retry_deadline, or the start-up
   // budget's time left when less) on the store's clock, each attempt's I/O
   // bounded by the time left. A table dropped under us is made again once,

@@ -13,7 +13,7 @@
 #include "instance/sdk/timeouts.hpp"
 #include "instance/stores/redis.hpp"
 #include "instance/time.hpp"
-#include "net/attempts.hpp"
+#include "instance/sdk/attempts.hpp"
 #include "scripts.hpp"
 
 namespace instance {
@@ -419,7 +419,7 @@ class RedisStore final : public Store {
   }
 
   // Sends one command, reconnecting and retrying transport failures and
-  // "not now" replies (net/attempts.hpp): pauses and the deadline (the tuned
+  // "not now" replies (instance/sdk/attempts.hpp): pauses and the deadline (the tuned
   // retry_deadline, or the start-up budget's time left when less) on the
   // store's clock, each attempt's socket timeout at most the time left (one
   // attempt when !retry). An error reply becomes an Error; any other reply

@@ -1,10 +1,10 @@
-// The WebDAV store: sending with retries (net/attempts.hpp), and the server
+// The WebDAV store: sending with retries (instance/sdk/attempts.hpp), and the server
 // clock check.
 #include <algorithm>
 
 #include "instance/sdk/timeouts.hpp"
 #include "instance/time.hpp"
-#include "net/attempts.hpp"
+#include "instance/sdk/attempts.hpp"
 #include "store.hpp"
 
 namespace instance::webdav {

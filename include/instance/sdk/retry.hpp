@@ -1,4 +1,4 @@
-// The retry policy of every network store (WebDAV, CS3, etcd, Redis,
+// Store SDK. The retry policy of every network store (WebDAV, CS3, etcd, Redis,
 // PostgreSQL): exponential backoff with equal jitter under one deadline per
 // operation chain, on the injected Clock. Its own library, instance_retry,
 // free of any client library (src/net/CMakeLists.txt).

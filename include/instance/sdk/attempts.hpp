@@ -1,4 +1,4 @@
-// The one attempt loop of every network store (WebDAV, CS3, etcd, Redis,
+// Store SDK. The one attempt loop of every network store (WebDAV, CS3, etcd, Redis,
 // PostgreSQL): an operation is tried, and tried again while its failure is
 // one a later attempt may cure, under a RetryPolicy on the store's clock
 // (net::Retry: backoff with equal jitter, one deadline per operation, the
@@ -35,7 +35,7 @@
 
 #include "instance/clock.hpp"
 #include "instance/error.hpp"
-#include "net/retry.hpp"
+#include "instance/sdk/retry.hpp"
 
 namespace instance::net {
 
