@@ -106,4 +106,34 @@ Result<std::string> take_url_user(std::string_view url, std::string_view& author
   return std::move(*user);
 }
 
+Result<StoreUrlParts> split_store_url(std::string_view url, std::string_view rest,
+                                      std::string_view advice, bool allow_query) {
+  if (auto why = password_in_url(url, advice)) return invalid_store_url(url, *why);
+  if (std::ranges::any_of(rest, [](unsigned char c) { return c <= 0x20 || c >= 0x7F; })) {
+    return invalid_store_url(url, "spaces or control characters");
+  }
+  StoreUrlParts parts;
+  if (allow_query) {
+    if (rest.find('#') != std::string_view::npos) {
+      return invalid_store_url(url, "a fragment is not allowed");
+    }
+    if (const auto q = rest.find('?'); q != std::string_view::npos) {
+      parts.query = rest.substr(q + 1);
+      rest = rest.substr(0, q);
+    }
+  } else if (rest.find_first_of("?#") != std::string_view::npos) {
+    return invalid_store_url(url, "a query or fragment is not allowed");
+  }
+  const auto slash = rest.find('/');
+  parts.authority = rest.substr(0, slash);
+  if (slash != std::string_view::npos) parts.path = rest.substr(slash);
+  auto user = take_url_user(url, parts.authority);
+  if (!user) return std::unexpected(user.error());
+  parts.user = std::move(*user);
+  if (parts.authority.empty() || parts.authority.starts_with(':')) {
+    return invalid_store_url(url, "no host");
+  }
+  return parts;
+}
+
 }  // namespace instance

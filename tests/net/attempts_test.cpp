@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "instance/sdk/attempts.hpp"
 #include "instance/sdk/startup_budget.hpp"
 #include "instance/testing.hpp"
-#include "instance/sdk/attempts.hpp"
 
 namespace instance::net {
 namespace {

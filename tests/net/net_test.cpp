@@ -8,11 +8,11 @@
 
 #include <vector>
 
+#include "instance/sdk/retry.hpp"
 #include "instance/sdk/startup_budget.hpp"
 #include "instance/testing.hpp"
 #include "net/errors.hpp"
 #include "net/http.hpp"
-#include "instance/sdk/retry.hpp"
 
 namespace instance::net {
 namespace {

@@ -141,6 +141,37 @@ TEST(TakeUrlUser, SplitsAndDecodesTheUserName) {
   EXPECT_NE(bad.error().message.find("bad percent escape in the user name"), std::string::npos);
 }
 
+TEST(SplitStoreUrl, OneSplitForEveryParserInOneOrderOfRules) {
+  auto split = [](std::string_view url, bool query = false) {
+    return split_store_url(url, url.substr(url.find("://") + 3), "use a file", query);
+  };
+  auto parts = split("x://bob%40home@h:1/a/b");
+  ASSERT_TRUE(parts) << parts.error().message;
+  EXPECT_EQ(parts->user, "bob@home");
+  EXPECT_EQ(parts->authority, "h:1");
+  EXPECT_EQ(parts->path, "/a/b");
+  EXPECT_EQ(parts->query, "");
+  EXPECT_EQ(split("x://h")->path, "");
+  auto queried = split("x://h/0?k=v", true);
+  ASSERT_TRUE(queried) << queried.error().message;
+  EXPECT_EQ(queried->path, "/0");
+  EXPECT_EQ(queried->query, "k=v");
+  // Each rule, and the password rule first: its message never echoes it.
+  auto secret = split("x://u:pa ss?@h/");
+  ASSERT_FALSE(secret);
+  EXPECT_EQ(secret.error().message.find("pa ss"), std::string::npos) << secret.error().message;
+  EXPECT_NE(secret.error().message.find("use a file"), std::string::npos);
+  EXPECT_NE(split("x://h/a b").error().message.find("spaces or control characters"),
+            std::string::npos);
+  EXPECT_NE(split("x://h/?q").error().message.find("a query or fragment is not allowed"),
+            std::string::npos);
+  EXPECT_NE(split("x://h/#f", true).error().message.find("a fragment is not allowed"),
+            std::string::npos);
+  EXPECT_NE(split("x://u@/p").error().message.find("no host"), std::string::npos);
+  EXPECT_NE(split("x://:1/p").error().message.find("no host"), std::string::npos);
+  EXPECT_NE(split("x://%zz@h/").error().message.find("bad percent escape"), std::string::npos);
+}
+
 TEST(Printable, EscapesControlNonAsciiAndBackslashAndCuts) {
   EXPECT_EQ(printable("plain text"), "plain text");
   EXPECT_EQ(printable(std::string_view("a\0b\n\\\xC3\xA9", 7)), "a\\x00b\\x0A\\x5C\\xC3\\xA9");

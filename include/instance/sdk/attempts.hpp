@@ -106,6 +106,13 @@ struct AttemptError {
 template <class T>
 using Attempt = std::expected<T, AttemptError>;
 
+// The words for an attempt that timed out, the same in every store: how long
+// it waited. No answer in time is not "no server": a message for
+// Errc::timeout never suggests the server is down.
+inline std::string no_answer_within(std::chrono::milliseconds waited) {
+  return "no answer within " + std::to_string(waited.count()) + " ms (timed out)";
+}
+
 inline std::unexpected<AttemptError> attempt_error(Errc code, std::string message,
                                                    bool retryable = false,
                                                    bool may_have_applied = false) {

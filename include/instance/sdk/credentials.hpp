@@ -89,6 +89,23 @@ INSTANCE_EXPORT Result<StoreCredentials> read_credentials(const OpenOptions& opt
 INSTANCE_EXPORT std::optional<std::string> password_in_url(std::string_view url,
                                                            std::string_view advice);
 
+// A store URL after its "scheme://" (`rest`), split the one way every store
+// URL parser does. In this order: the password-in-URL rule
+// (password_in_url, with `advice`); no space, control or non-ASCII byte; no
+// fragment, and no query unless `allow_query`; then the authority up to the
+// first '/', the user taken off it (take_url_user), and the path from that
+// '/' on. Errc::invalid (invalid_store_url) naming the first rule broken, or
+// an empty host.
+struct StoreUrlParts {
+  std::string user;            // percent-decoded; "" when none
+  std::string_view authority;  // host[:port], the user taken off; never empty
+  std::string_view path;       // from the first '/' on; empty when none
+  std::string_view query;      // after '?' (allow_query); empty when none
+};
+INSTANCE_EXPORT Result<StoreUrlParts> split_store_url(std::string_view url, std::string_view rest,
+                                                      std::string_view advice,
+                                                      bool allow_query = false);
+
 // Splits the user name off an authority ("user@host:port"): returns it
 // percent-decoded ("" when there is none) and leaves the host part in
 // `authority`. Errc::invalid for a bad escape. Apply password_in_url

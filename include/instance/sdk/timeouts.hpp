@@ -1,6 +1,13 @@
 // For store implementations (the store SDK, include/instance/sdk/): the one
 // rule by which a guard's timing (Store::tune) becomes a network store's
 // retry budget, request timeout and clock-skew threshold.
+//
+// Timing reaches a store by this one channel: Store::tune, called by
+// Guard::create with the guard's ttl and max-skew, kept in a TunedTimeouts
+// and read by every operation. The start-up budget
+// (instance/sdk/startup_budget.hpp) is no second channel: only the attempt
+// loop (instance/sdk/attempts.hpp) reads it, to end a chain of retries
+// within the time claim() has left; a store's own code never does.
 #pragma once
 
 #include <chrono>

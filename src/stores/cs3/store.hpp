@@ -21,11 +21,11 @@
 
 #include "cs3/gateway/v1beta1/gateway_api.grpc.pb.h"
 #include "errors.hpp"
+#include "instance/sdk/attempts.hpp"
 #include "instance/sdk/credentials.hpp"  // printable
 #include "instance/sdk/random.hpp"
 #include "instance/sdk/timeouts.hpp"
 #include "instance/stores/cs3.hpp"
-#include "instance/sdk/attempts.hpp"
 #include "net/errors.hpp"
 #include "net/http.hpp"
 #include "net/http_date.hpp"

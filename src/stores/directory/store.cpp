@@ -809,8 +809,8 @@ class DirectoryStore final : public Store {
 
   // One entry of a folder being listed: recurse into folders, refuse links,
   // list everything else (get() reports what cannot be a document).
-  static Result<void> visit(const Operation& ctx, int dir, const std::string& name, const Key& child,
-                            std::vector<Key>& keys) {
+  static Result<void> visit(const Operation& ctx, int dir, const std::string& name,
+                            const Key& child, std::vector<Key>& keys) {
     const auto kind = kind_of(dir, name);
     if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + child.str());
     switch (*kind) {

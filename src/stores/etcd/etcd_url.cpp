@@ -26,20 +26,11 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
     return invalid_store_url(url, "expected etcd:// or etcds://");
   std::string_view rest = url.substr(scheme_end + 3);
 
-  if (auto why = password_in_url(url, kPasswordAdvice)) return invalid_store_url(url, *why);
-  if (std::ranges::any_of(rest, [](unsigned char c) { return c <= 0x20 || c >= 0x7F; })) {
-    return invalid_store_url(url, "spaces or control characters");
-  }
-  if (rest.find_first_of("?#") != std::string_view::npos) {
-    return invalid_store_url(url, "a query or fragment is not allowed");
-  }
-  const auto slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
-
-  auto url_user = take_url_user(url, authority);
-  if (!url_user) return std::unexpected(url_user.error());
-  if (authority.empty() || authority.starts_with(':')) return invalid_store_url(url, "no host");
+  auto parts = split_store_url(url, rest, kPasswordAdvice);
+  if (!parts) return std::unexpected(parts.error());
+  const std::string_view authority = parts->authority;
+  const std::string_view path = parts->path;
+  auto url_user = std::move(parts->user);
   std::string host_port(authority);
   const auto close = host_port.rfind(']');
   const auto colon = host_port.rfind(':');
@@ -63,7 +54,7 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
   }
 
   // Credentials: files win over the environment, then the URL's user.
-  auto given = read_credentials(options, std::move(*url_user));
+  auto given = read_credentials(options, std::move(url_user));
   if (!given) return std::unexpected(given.error());
   auto& [user, token, password] = *given;
   if (token && password) {

@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "codec.hpp"
+#include "instance/sdk/attempts.hpp"
 #include "instance/sdk/credentials.hpp"  // printable
 #include "instance/sdk/timeouts.hpp"
 #include "instance/stores/etcd.hpp"
-#include "instance/sdk/attempts.hpp"
 #include "net/errors.hpp"
 #include "net/http.hpp"
 #include "net/http_date.hpp"

@@ -6,8 +6,15 @@
 #include <cerrno>
 #include <memory>
 
+#include "instance/sdk/attempts.hpp"
+
 namespace instance::postgres {
 namespace {
+
+// How long a wait from `started` to `deadline` lasted, for a timeout's message.
+std::chrono::milliseconds waited(SteadyTime started, SteadyTime deadline) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - started);
+}
 
 // libpq's messages end with a newline and may span lines (a hint on the
 // next, indented); one line, trimmed, for our messages.
@@ -79,6 +86,7 @@ Outcome Connection::broken(std::string why, bool sent) {
 
 Outcome Connection::connect(SteadyTime deadline) {
   if (conn_ != nullptr) return {};
+  const SteadyTime started = std::chrono::steady_clock::now();
   std::vector<const char*> keywords;
   std::vector<const char*> values;
   for (const auto& [k, v] : params_) {
@@ -116,7 +124,9 @@ Outcome Connection::connect(SteadyTime deadline) {
     const short events = state == PGRES_POLLING_READING ? POLLIN : POLLOUT;
     if (!wait_fd(PQsocket(conn_), events, deadline)) {
       drop();
-      return Outcome{.kind = Outcome::timeout, .message = "no connection within the timeout"};
+      return Outcome{
+          .kind = Outcome::timeout,
+          .message = "cannot connect: " + net::no_answer_within(waited(started, deadline))};
     }
     state = PQconnectPoll(conn_);
   }
@@ -150,14 +160,16 @@ Outcome Connection::run_simple(const char* sql, SteadyTime deadline) {
 }
 
 Outcome Connection::collect(SteadyTime deadline) {
+  const SteadyTime started = std::chrono::steady_clock::now();
   Outcome out{.sent = true};
   bool failed = false;
   while (true) {
     while (PQisBusy(conn_) != 0) {
       if (!wait_fd(PQsocket(conn_), POLLIN, deadline)) {
         drop();
-        return Outcome{
-            .kind = Outcome::timeout, .message = "no answer within the timeout", .sent = true};
+        return Outcome{.kind = Outcome::timeout,
+                       .message = net::no_answer_within(waited(started, deadline)),
+                       .sent = true};
       }
       if (PQconsumeInput(conn_) == 0) return broken(one_line(PQerrorMessage(conn_)), true);
     }

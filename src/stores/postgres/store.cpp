@@ -5,11 +5,11 @@
 #include <mutex>
 
 #include "connection.hpp"
+#include "instance/sdk/attempts.hpp"
 #include "instance/sdk/credentials.hpp"  // printable
 #include "instance/sdk/random.hpp"
 #include "instance/sdk/timeouts.hpp"
 #include "instance/stores/postgres.hpp"
-#include "instance/sdk/attempts.hpp"
 #include "sql.hpp"
 
 namespace instance {

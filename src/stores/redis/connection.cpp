@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "instance/sdk/attempts.hpp"
+
 namespace instance::redis {
 namespace {
 
@@ -70,7 +72,10 @@ std::unique_ptr<Connection> Connection::open(const std::string& host, int port,
     return nullptr;
   }
   if (c->err != 0) {
-    error = {std::string("cannot connect: ") + c->errstr, looks_like_timeout(*c), false};
+    const bool timed_out = looks_like_timeout(*c);
+    error = {"cannot connect: " +
+                 (timed_out ? net::no_answer_within(connect_timeout) : std::string(c->errstr)),
+             timed_out, false};
     redisFree(c);
     return nullptr;
   }
@@ -111,8 +116,13 @@ ReplyPtr Connection::command(const std::vector<std::string_view>& args, Transpor
   void* raw =
       redisCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data());
   if (raw == nullptr) {
-    error = {context_->err != 0 ? std::string(context_->errstr) : "no reply",
-             looks_like_timeout(*context_), true};
+    // hiredis words a socket timeout as EAGAIN ("Resource temporarily
+    // unavailable"): say what happened instead.
+    const bool timed_out = looks_like_timeout(*context_);
+    error = {timed_out            ? net::no_answer_within(timeout_)
+             : context_->err != 0 ? std::string(context_->errstr)
+                                  : "no reply",
+             timed_out, true};
     if (error.message.empty()) error.message = "connection lost";
     return nullptr;
   }

@@ -106,27 +106,15 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
     return invalid_store_url(url, "expected redis://host[:port]");
   std::string_view rest = url.substr(scheme_end + 3);
 
-  if (auto why = password_in_url(url, kPasswordAdvice)) return invalid_store_url(url, *why);
-  for (unsigned char c : rest) {
-    if (c <= 0x20 || c >= 0x7F) return invalid_store_url(url, "spaces or control characters");
-  }
-  if (rest.find('#') != std::string_view::npos)
-    return invalid_store_url(url, "a fragment is not allowed");
-
-  std::string_view query;
-  if (const auto q = rest.find('?'); q != std::string_view::npos) {
-    query = rest.substr(q + 1);
-    rest = rest.substr(0, q);
-  }
-  const auto slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  std::string_view path =
-      slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
+  auto parts = split_store_url(url, rest, kPasswordAdvice, /*allow_query=*/true);
+  if (!parts) return std::unexpected(parts.error());
+  std::string_view query = parts->query;
+  std::string_view path = parts->path;
+  if (path.starts_with('/')) path.remove_prefix(1);
 
   RedisStoreOptions out;
-  auto url_user = take_url_user(url, authority);
-  if (!url_user) return std::unexpected(url_user.error());
-  auto host_port = parse_authority(url, authority);
+  auto url_user = std::move(parts->user);
+  auto host_port = parse_authority(url, parts->authority);
   if (!host_port) return std::unexpected(host_port.error());
   out.host = std::move(host_port->first);
   out.port = host_port->second;
@@ -156,7 +144,7 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
     out.prefix = std::move(*value);
   }
 
-  if (auto creds = credentials(url, std::move(*url_user), options, out); !creds) {
+  if (auto creds = credentials(url, std::move(url_user), options, out); !creds) {
     return std::unexpected(creds.error());
   }
   out.logger = options.logger;

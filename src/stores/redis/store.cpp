@@ -8,12 +8,12 @@
 #include <set>
 
 #include "connection.hpp"
+#include "instance/sdk/attempts.hpp"
 #include "instance/sdk/credentials.hpp"  // printable
 #include "instance/sdk/random.hpp"
 #include "instance/sdk/timeouts.hpp"
 #include "instance/stores/redis.hpp"
 #include "instance/time.hpp"
-#include "instance/sdk/attempts.hpp"
 #include "scripts.hpp"
 
 namespace instance {
@@ -481,8 +481,12 @@ class RedisStore final : public Store {
       message += " (after " + std::to_string(done.attempts) + " attempts in " +
                  std::to_string(spent.count()) + " ms)";
     }
-    message += "; check that redis-server runs and accepts connections at " + options_.host + ":" +
-               std::to_string(options_.port);
+    const std::string at = options_.host + ":" + std::to_string(options_.port);
+    message += last.code == Errc::timeout
+                   ? "; the server at " + at +
+                         " did not answer in time (busy, overloaded or paused, or the network "
+                         "loses packets)"
+                   : "; check that redis-server runs and accepts connections at " + at;
     return fail(last.code, std::move(message));
   }
 

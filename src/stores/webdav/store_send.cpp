@@ -2,9 +2,9 @@
 // clock check.
 #include <algorithm>
 
+#include "instance/sdk/attempts.hpp"
 #include "instance/sdk/timeouts.hpp"
 #include "instance/time.hpp"
-#include "instance/sdk/attempts.hpp"
 #include "store.hpp"
 
 namespace instance::webdav {

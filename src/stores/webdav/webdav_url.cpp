@@ -80,20 +80,11 @@ Result<WebDavStoreOptions> parse_webdav_url(std::string_view url, const OpenOpti
   constexpr std::string_view kPasswordAdvice =
       "give it with --password-file or INSTANCE_GUARD_PASSWORD, or a token with --token-file or "
       "INSTANCE_GUARD_TOKEN";
-  if (auto why = password_in_url(url, kPasswordAdvice)) return invalid_store_url(url, *why);
-  for (unsigned char c : rest) {
-    if (c <= 0x20 || c >= 0x7F) return invalid_store_url(url, "spaces or control characters");
-  }
-  if (rest.find_first_of("?#") != std::string_view::npos) {
-    return invalid_store_url(url, "a query or fragment is not allowed");
-  }
-  const auto slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
-
-  auto url_user = take_url_user(url, authority);
-  if (!url_user) return std::unexpected(url_user.error());
-  if (authority.empty()) return invalid_store_url(url, "no host");
+  auto parts = split_store_url(url, rest, kPasswordAdvice);
+  if (!parts) return std::unexpected(parts.error());
+  const std::string_view authority = parts->authority;
+  const std::string_view path = parts->path;
+  auto url_user = std::move(parts->user);
 
   std::string base_path;
   if (scheme == "opencloud") {
@@ -128,7 +119,7 @@ Result<WebDavStoreOptions> parse_webdav_url(std::string_view url, const OpenOpti
   if (auto base = webdav::parse_base_url(out.base_url); !base) {
     return invalid_store_url(url, base.error().message);
   }
-  auto creds = credentials(url, std::move(*url_user), options);
+  auto creds = credentials(url, std::move(url_user), options);
   if (!creds) return std::unexpected(creds.error());
   out.auth = creds->auth;
   out.user = std::move(creds->user);

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -125,6 +126,15 @@ bool RedisServer::crash() {
   running_ = false;
   return run("bash " + shell_quote(script()) + " crash " + shell_quote(dir_.string()) +
              " >/dev/null 2>&1") == 0;
+}
+
+bool RedisServer::pause() { return signal_server(SIGSTOP); }
+bool RedisServer::resume() { return signal_server(SIGCONT); }
+
+bool RedisServer::signal_server(int sig) const {
+  std::ifstream in(dir_ / "server.pid");
+  pid_t pid = 0;
+  return in >> pid && pid > 0 && ::kill(pid, sig) == 0;
 }
 
 bool RedisServer::restart() {

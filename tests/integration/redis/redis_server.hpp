@@ -51,6 +51,10 @@ class RedisServer {
   bool stop();     // SIGTERM, and wait until gone
   bool crash();    // SIGKILL
   bool restart();  // start again on the same port and data
+  // SIGSTOP / SIGCONT: a server that accepts connections and answers nothing
+  // (a busy, overloaded or paused host), and the same server answering again.
+  bool pause();
+  bool resume();
 
   // Runs one command on the server (for setting up hostile data and
   // inspecting keys): the reply as text, "(nil)", "(integer) N" or
@@ -59,6 +63,7 @@ class RedisServer {
 
  private:
   bool start();
+  bool signal_server(int sig) const;
   RedisServerConfig config_;
   std::filesystem::path dir_;
   int port_ = 0;

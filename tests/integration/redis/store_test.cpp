@@ -204,6 +204,35 @@ TEST(RedisStore, AServerThatIsDownIsUnavailableWithAnActionableMessage) {
   EXPECT_LT(took, 2s);
 }
 
+// A server that takes connections and answers nothing (busy, overloaded,
+// paused) is a timeout that says how long it waited, never "check that
+// redis-server runs". Before, hiredis's words came through: "Resource
+// temporarily unavailable; check that redis-server runs", from a server
+// that was running but slow under CI's load.
+TEST(RedisStore, AServerThatDoesNotAnswerInTimeIsATimeoutNotADownServer) {
+  RedisServer server;
+  REQUIRE_REDIS(server);
+  auto options = server.options();
+  options.command_timeout = 200ms;
+  options.retry_deadline = 500ms;
+  auto store = make_redis_store(options).value();
+  ASSERT_TRUE(store->replace(key("instances/a"), "x"));  // connected and answering
+  ASSERT_TRUE(server.pause());
+  auto doc = store->get(key("instances/a"));
+  ASSERT_TRUE(server.resume());
+  ASSERT_FALSE(doc.has_value());
+  const std::string& message = doc.error().message;
+  EXPECT_EQ(doc.error().code, Errc::timeout) << message;
+  EXPECT_NE(message.find("no answer within 200 ms (timed out)"), std::string::npos) << message;
+  EXPECT_NE(message.find("did not answer in time"), std::string::npos) << message;
+  EXPECT_EQ(message.find("check that redis-server runs"), std::string::npos) << message;
+  EXPECT_EQ(message.find("temporarily unavailable"), std::string::npos) << message;
+  // Answering again, the same store carries on.
+  auto again = store->get(key("instances/a"));
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->data, "x");
+}
+
 TEST(RedisStore, ReconnectsAfterTheServerRestarts) {
   RedisServer server;
   REQUIRE_REDIS(server);
