@@ -44,4 +44,16 @@ inline std::shared_ptr<Store> make_store(WebDavStoreOptions options) {
   return store ? *store : nullptr;
 }
 
+// The errors of a list, a get, a write and a remove on `s`: what a store
+// with credentials the server refuses answers to each (the authentication
+// tests expect four, each a permission error).
+inline std::vector<Error> errors_of_every_operation(Store& s) {
+  std::vector<Error> errors;
+  if (auto r = s.list(key("instances")); !r) errors.push_back(r.error());
+  if (auto r = s.get(key("instances/a")); !r) errors.push_back(r.error());
+  if (auto r = s.replace(key("instances/a"), "x"); !r) errors.push_back(r.error());
+  if (auto r = s.remove(key("instances/a")); !r) errors.push_back(r.error());
+  return errors;
+}
+
 }  // namespace instance::testing
