@@ -390,16 +390,10 @@ class Exclusive final : public Protocol {
                                                                         const std::string& id) {
     auto key = record_key(id);
     if (!key) return std::optional<Record>{};
-    auto doc = ctx.store.get(*key);
-    if (!doc && doc.error().code == Errc::not_found) return std::optional<Record>{};
-    if (!doc && doc.error().code != Errc::malformed) {
-      return std::unexpected(
-          failure(doc.error().code,
-                  "cannot read " + key->str() + ", so it counts as live: " + doc.error().message));
-    }
-    auto record = doc ? decode_record(doc->data) : std::unexpected(doc.error());
-    if (!record) return std::unexpected(refusal(*key, std::nullopt, record.error().message));
-    return std::optional<Record>{std::move(*record)};
+    auto stored = read_record(ctx, *key);
+    if (!stored) return std::unexpected(std::move(stored.error()));
+    if (!*stored) return std::optional<Record>{};
+    return std::optional<Record>{std::move((*stored)->record)};
   }
 
   // The guarantee line on a store whose locks a successor may end.

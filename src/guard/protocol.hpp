@@ -107,6 +107,17 @@ Result<void> remove_our_record(const Context& ctx);
 // host (same boot and pid namespace) that no longer exists.
 bool is_live(const Context& ctx, const Record& record, WallTime now, Duration margin);
 
+// A record as read from the store, with the version it was read at.
+struct StoredRecord {
+  Record record;
+  std::string version;  // empty where the store has no versions
+};
+// Reads the record at `key`: nullopt when there is none; a ClaimError when it
+// cannot be read ("so it counts as live") or decoded (a refusal naming the
+// key). The one read of another instance's record.
+std::expected<std::optional<StoredRecord>, ClaimError> read_record(const Context& ctx,
+                                                                   const Key& key);
+
 // The refusal naming the holder; `record` absent when unreadable.
 ClaimError refusal(const Key& key, std::optional<Record> record, std::string_view detail);
 // A claim that failed for another reason.

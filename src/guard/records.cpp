@@ -30,24 +30,20 @@ bool process_gone(std::int64_t pid) {
 // when it cannot be judged.
 std::expected<std::optional<Record>, ClaimError> examine(const Context& ctx, const Key& key,
                                                          const ScanRules& rules) {
-  auto doc = ctx.store.get(key);
-  if (!doc && doc.error().code == Errc::not_found) return std::nullopt;  // gone since listed
-  if (!doc && doc.error().code != Errc::malformed) {
-    return std::unexpected(
-        failure(doc.error().code,
-                "cannot read " + key.str() + ", so it counts as live: " + doc.error().message));
-  }
-  auto record = doc ? decode_record(doc->data) : std::unexpected(doc.error());
-  if (!record) return std::unexpected(refusal(key, std::nullopt, record.error().message));
+  auto stored = read_record(ctx, key);
+  if (!stored) return std::unexpected(std::move(stored.error()));
+  if (!*stored) return std::nullopt;  // gone since listed
+  const Record* record = &(*stored)->record;
+  const std::string& version = (*stored)->version;
   if (record->id == ctx.options.id) return std::nullopt;  // our own, whatever its file name
-  if (is_live(ctx, *record, ctx.clock.wall(), rules.margin)) return std::move(*record);
+  if (is_live(ctx, *record, ctx.clock.wall(), rules.margin)) return *record;
   if (!rules.reap) return std::nullopt;
 
   // Not live: delete it, where the store can only if it is still the bytes we
   // judged, so a record rewritten meanwhile by a restarted instance stays.
-  const bool conditional = ctx.store.capabilities().conditional_writes && !doc->version.empty();
+  const bool conditional = ctx.store.capabilities().conditional_writes && !version.empty();
   if (!conditional && !rules.blind_reap) return std::nullopt;  // dead: skipped, not deleted
-  auto removed = conditional ? ctx.store.remove_if(key, doc->version) : ctx.store.remove(key);
+  auto removed = conditional ? ctx.store.remove_if(key, version) : ctx.store.remove(key);
   if (removed) {
     ctx.log.info("removed a stale record",
                  {{"key", key.str()}, {"expired_at", format_rfc3339(record->expires_at)}});
@@ -67,6 +63,20 @@ std::string describe_holder(const Key& key, const std::optional<Record>& record)
 }
 
 }  // namespace
+
+std::expected<std::optional<StoredRecord>, ClaimError> read_record(const Context& ctx,
+                                                                   const Key& key) {
+  auto doc = ctx.store.get(key);
+  if (!doc && doc.error().code == Errc::not_found) return std::nullopt;
+  if (!doc && doc.error().code != Errc::malformed) {
+    return std::unexpected(
+        failure(doc.error().code,
+                "cannot read " + key.str() + ", so it counts as live: " + doc.error().message));
+  }
+  auto record = doc ? decode_record(doc->data) : std::unexpected(doc.error());
+  if (!record) return std::unexpected(refusal(key, std::nullopt, record.error().message));
+  return StoredRecord{.record = std::move(*record), .version = std::move(doc->version)};
+}
 
 Record our_record(const Context& ctx, WallTime now, std::string_view state) {
   return Record{.id = ctx.options.id,
