@@ -142,12 +142,7 @@ Result<std::string> WebDavStore::write(std::string_view op, const Key& key, std:
 }
 
 long WebDavStore::folder_status(const std::string& url, bool once) {
-  net::Request request{.method = "PROPFIND",
-                       .url = url,
-                       .headers = {"Depth: 0", "Content-Type: application/xml; charset=utf-8"},
-                       .body = kPropfindBody,
-                       .has_body = true,
-                       .max_body = kMaxListingSize};
+  net::Request request = propfind(url, 0);
   const auto r = once ? send(std::move(request), [](const net::Response&) { return true; }).response
                       : send(std::move(request)).response;
   return r.transport_ok() ? r.status : 0;

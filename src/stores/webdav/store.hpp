@@ -42,6 +42,21 @@ inline constexpr std::string_view kLockFolder = ".instance-guard-locks";
 inline constexpr std::string_view kPropfindBody =
     R"(<?xml version="1.0" encoding="utf-8"?>)"
     R"(<d:propfind xmlns:d="DAV:"><d:prop><d:resourcetype/><d:getetag/></d:prop></d:propfind>)";
+inline constexpr std::string_view kLockDiscoveryBody =
+    R"(<?xml version="1.0" encoding="utf-8"?>)"
+    R"(<d:propfind xmlns:d="DAV:"><d:prop><d:lockdiscovery/></d:prop></d:propfind>)";
+
+// A PROPFIND of `url` at `depth` (0 or 1) asking for `props` (a propfind
+// body), its answer capped at kMaxListingSize.
+inline net::Request propfind(std::string url, int depth, std::string_view props = kPropfindBody) {
+  return net::Request{.method = "PROPFIND",
+                      .url = std::move(url),
+                      .headers = {"Depth: " + std::to_string(depth),
+                                  "Content-Type: application/xml; charset=utf-8"},
+                      .body = props,
+                      .has_body = true,
+                      .max_body = kMaxListingSize};
+}
 
 // A write's precondition.
 struct Condition {

@@ -29,13 +29,7 @@ Result<void> WebDavStore::list_folder(const Key& folder, bool top, std::size_t d
                                       std::vector<Key>& out) {
   constexpr std::string_view op = "list";
   if (depth > kMaxListingDepth) return malformed(op, folder, "folders nested too deep");
-  net::Request request{.method = "PROPFIND",
-                       .url = key_url(base_, folder, true),
-                       .headers = {"Depth: 1", "Content-Type: application/xml; charset=utf-8"},
-                       .body = kPropfindBody,
-                       .has_body = true,
-                       .max_body = kMaxListingSize};
-  const Sent sent = send(std::move(request));
+  const Sent sent = send(propfind(key_url(base_, folder, true), 1));
   const auto& r = sent.response;
   if (r.body_too_large) return malformed(op, folder, "the listing is larger than 16 MiB");
   if (r.transport_ok() && r.status == 404) {  // missing (or vanished) folder: empty

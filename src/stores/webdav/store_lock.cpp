@@ -132,16 +132,7 @@ Result<LockHolder> WebDavStore::lock_holder(const Key& key) {
 
 Result<LockHolder> WebDavStore::send_lock_discovery(std::string_view op, const Key& key,
                                                     const Key& at) {
-  static constexpr std::string_view kBody =
-      R"(<?xml version="1.0" encoding="utf-8"?>)"
-      R"(<d:propfind xmlns:d="DAV:"><d:prop><d:lockdiscovery/></d:prop></d:propfind>)";
-  net::Request request{.method = "PROPFIND",
-                       .url = key_url(base_, at, false),
-                       .headers = {"Depth: 0", "Content-Type: application/xml; charset=utf-8"},
-                       .body = kBody,
-                       .has_body = true,
-                       .max_body = kMaxListingSize};
-  const Sent sent = send(std::move(request));
+  const Sent sent = send(propfind(key_url(base_, at, false), 0, kLockDiscoveryBody));
   const auto& r = sent.response;
   if (r.transport_ok() && r.status == 404) {
     return fail(Errc::not_found, what(op, key) + " at " + where_ + ": nobody (no lock resource)");
