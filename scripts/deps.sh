@@ -39,6 +39,7 @@ PACKAGES=(
   redis-server          # Redis test server (integration and end-to-end tests)
   redis-tools           # redis-cli: the Redis end-to-end tests inspect keys with it
   jq                    # end-to-end tests read JSON
+  prometheus-node-exporter  # the metrics test scrapes run --metrics-file through it
   iproute2              # multi-host harness (tests/hosts/): ip netns, veth pairs
   nftables              # multi-host harness: partitions and one-way loss (nft drop rules)
   libfaketime           # multi-host harness: a guard whose clock runs ahead or behind

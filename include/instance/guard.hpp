@@ -60,6 +60,13 @@ INSTANCE_EXPORT Result<Mode> parse_mode(std::string_view text);
 
 enum class ClaimStatus { held, lost, released };
 
+// What one renewal came to (GuardOptions::on_renewal).
+struct RenewalReport {
+  bool renewed = false;  // false: it failed, and is tried again next period
+  Duration took{};       // from its start to its end, on the guard's monotonic clock
+  std::string error;     // why it failed; empty when renewed
+};
+
 struct GuardOptions {
   // How long a record stays live without renewal. The store's retry budget
   // and request timeouts follow it (create()).
@@ -90,11 +97,12 @@ struct GuardOptions {
   std::optional<Duration> max_skew;
   // Called once, from the renewal thread, when a granted claim is lost.
   std::function<void(const Error&)> on_lost;
-  // Called from the renewal thread after each successful renewal, once the
-  // claim's fence_deadline() has moved on; must not block. Lets a watcher of
-  // the deadline re-arm its timer at the renewal instead of waking up at the
-  // old deadline between renewals.
-  std::function<void()> on_renewed;
+  // Called from the renewal thread after each renewal that renewed or failed
+  // (a loss goes to on_lost), once a successful one has moved the claim's
+  // fence_deadline() on; must not block. Lets a watcher of the deadline
+  // re-arm its timer at the renewal instead of waking up at the old deadline
+  // between renewals, and a metrics writer count renewals and their latency.
+  std::function<void(const RenewalReport&)> on_renewal;
   // This host's boot and pid namespace, written into records so a record of
   // a dead process on this host is stale at once; read from /proc when empty.
   std::string boot_id;

@@ -28,6 +28,8 @@ struct RunArgs {
   std::optional<std::string> startup_timeout;
   // --wait[=TIMEOUT]: nullopt without --wait; "" (or "0") waits forever.
   std::optional<std::string> wait;
+  // --metrics-file: where the claim's metrics go (Prometheus text format).
+  std::optional<std::string> metrics_file;
   std::vector<std::string> command;
 };
 

@@ -120,6 +120,10 @@ int dispatch(int argc, char** argv) {
                   "--wait=TIMEOUT gives up after TIMEOUT (exit 75) [default: forever]")
       ->expected(0, 1)
       ->default_str("");
+  run->add_option("--metrics-file", run_args.metrics_file,
+                  "Write the claim's metrics to FILE in the Prometheus text format (for "
+                  "node_exporter's textfile collector), at the claim, after each renewal and "
+                  "when the claim ends");
   run->add_option("command", run_args.command, "The command and its arguments")
       ->required()
       ->expected(-1);

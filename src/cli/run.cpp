@@ -22,6 +22,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <expected>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -36,6 +37,7 @@
 #include "instance/open_store.hpp"
 #include "instance/sdk/credentials.hpp"
 #include "instance/time.hpp"
+#include "metrics.hpp"
 #include "signals.hpp"
 
 extern char** environ;
@@ -108,9 +110,10 @@ struct RunPlan {
   // --ttl, --id, --mode, --max-skew, --settle, --startup-timeout; the logger
   // and the loss and renewal hooks are added when the guard is created.
   GuardOptions guard;
-  std::optional<WaitOptions> wait;  // --wait: its timeout (zero: forever)
-  LossPolicy on_lost;               // --on-lost, --kill-after
-  Duration stand_down_budget{};     // --stand-down-timeout
+  std::optional<WaitOptions> wait;                    // --wait: its timeout (zero: forever)
+  LossPolicy on_lost;                                 // --on-lost, --kill-after
+  Duration stand_down_budget{};                       // --stand-down-timeout
+  std::optional<std::filesystem::path> metrics_file;  // --metrics-file
 };
 
 // Tells why the command line could not be resolved; returns the exit code.
@@ -186,6 +189,25 @@ Resolved<std::optional<WaitOptions>> resolve_wait(const std::optional<std::strin
 }
 
 // What `args` and the environment ask `run` to do, or why that is unclear.
+// --metrics-file: a file in a folder that exists (the file itself is written
+// at the claim); nullopt without the flag.
+Resolved<std::optional<std::filesystem::path>> resolve_metrics_file(
+    const std::optional<std::string>& flag) {
+  if (!flag) return std::nullopt;
+  const std::filesystem::path path(*flag);
+  if (flag->empty() || !path.has_filename()) {
+    return std::unexpected(ConfigError{kExitUsage, "--metrics-file needs a file name"});
+  }
+  const std::filesystem::path folder = path.parent_path().empty() ? "." : path.parent_path();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(folder, ec)) {
+    return std::unexpected(
+        ConfigError{kExitConfig, "--metrics-file " + printable(*flag) + ": the folder " +
+                                     printable(folder.string()) + " does not exist"});
+  }
+  return path;
+}
+
 Resolved<RunPlan> resolve_plan(const RunArgs& args, const Getenv& getenv) {
   if (args.command.empty()) {
     return std::unexpected(ConfigError{
@@ -195,6 +217,7 @@ Resolved<RunPlan> resolve_plan(const RunArgs& args, const Getenv& getenv) {
   Resolved<void> ok = resolve_guard(args, getenv, plan);
   if (ok) ok = resolve_budgets(args, getenv, plan);
   if (ok) ok = take(resolve_wait(args.wait), plan.wait);
+  if (ok) ok = take(resolve_metrics_file(args.metrics_file), plan.metrics_file);
   if (!ok) return std::unexpected(std::move(ok.error()));
   return plan;
 }
@@ -270,7 +293,9 @@ struct Events {
 class Supervisor {
  public:
   Supervisor(Events& events, const RunPlan& plan, Logger& log)
-      : events_(events), plan_(plan), log_(log) {}
+      : events_(events), plan_(plan), log_(log) {
+    if (plan.metrics_file) metrics_.emplace(*plan.metrics_file, log);
+  }
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
@@ -311,6 +336,7 @@ class Supervisor {
   Events& events_;
   const RunPlan& plan_;
   Logger& log_;
+  std::optional<MetricsFile> metrics_;  // --metrics-file
   LossReport loss_;
   std::optional<std::string> lost_;  // why the claim was lost, when it was
   std::optional<MonoTime> kill_at_;  // stopping the child: when SIGKILL follows
@@ -322,12 +348,16 @@ GuardOptions Supervisor::guard_options(std::shared_ptr<Logger> logger) {
   options.logger = std::move(logger);
   // Runs on the renewal thread: only records why and wakes the main thread.
   options.on_lost = [this](const Error& why) {
+    if (metrics_) metrics_->ended();
     loss_.set(why);
     events_.renewals.notify();
   };
   // The main thread re-reads the self-fencing deadline at each renewal, so it
   // never wakes up at the old deadline between renewals.
-  options.on_renewed = [this] { events_.renewals.notify(); };
+  options.on_renewal = [this](const RenewalReport& report) {
+    if (metrics_) metrics_->renewed(report);
+    if (report.renewed) events_.renewals.notify();
+  };
   return options;
 }
 
@@ -385,6 +415,7 @@ ClaimOutcome Supervisor::claim_outcome(ClaimResult result, const Store& store) {
 }
 
 int Supervisor::run_child(Claim& claim, const ChildSpec& spec) {
+  if (metrics_) metrics_->claimed(claim);
   auto child = Child::spawn(spec, events_.setup);
   if (!child) {
     log_.error(child.error().message);
@@ -457,6 +488,7 @@ void Supervisor::notice_loss(const Child& child, std::optional<MonoTime> deadlin
         "store is unreachable or not answering";
   }
   if (!lost_) return;
+  if (metrics_) metrics_->ended();
   const LossPolicy& policy = plan_.on_lost;
   if (policy.terminate) {
     log_.error("claim lost; stopping the child",
@@ -488,6 +520,7 @@ int Supervisor::watch_timeout(std::optional<MonoTime> deadline, MonoTime now) co
 }
 
 void Supervisor::stand_down(Claim& claim, int exit_code) {
+  if (metrics_) metrics_->ended();  // the claim is given up from here on
   const std::string expires_at = format_rfc3339(claim.record().expires_at);
   const Wakeup done;
   Result<void> result;

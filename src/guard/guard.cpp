@@ -172,10 +172,13 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
         return;
     }
     schedule_renewal();
-    if (r.outcome == Renewal::renewed && options->on_renewed) {
-      auto handler = options->on_renewed;
+    if (options->on_renewal) {
+      const RenewalReport report{.renewed = r.outcome == Renewal::renewed,
+                                 .took = options->clock->monotonic() - started,
+                                 .error = r.outcome == Renewal::renewed ? "" : r.error.message};
+      auto handler = options->on_renewal;
       lock.unlock();
-      handler();
+      handler(report);
     }
   }
 

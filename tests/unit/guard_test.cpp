@@ -206,8 +206,10 @@ TEST_F(GuardTest, AFailedRenewalIsLoggedAndRetriedNextPeriod) {
   EXPECT_GT(stored("me").expires_at, first_expiry);
 }
 
-TEST_F(GuardTest, OnRenewedIsCalledAfterEachSuccessfulRenewalOnly) {
+TEST_F(GuardTest, OnRenewalReportsEachRenewalAndASuccessOnlyOnceTheDeadlineMoved) {
   int renewed = 0;
+  int failed = 0;
+  std::string last_error;
   std::optional<MonoTime> deadline_seen;
   std::optional<Claim> c;
   auto g = Guard::create(store, {.ttl = 30s,
@@ -219,8 +221,14 @@ TEST_F(GuardTest, OnRenewedIsCalledAfterEachSuccessfulRenewalOnly) {
                                  .logger = logger,
                                  .mode = Mode::verify,
                                  .check_lag = false,
-                                 .on_renewed =
-                                     [&] {
+                                 .on_renewal =
+                                     [&](const RenewalReport& report) {
+                                       if (!report.renewed) {
+                                         ++failed;
+                                         last_error = report.error;
+                                         return;
+                                       }
+                                       EXPECT_TRUE(report.error.empty());
                                        ++renewed;
                                        deadline_seen = c->fence_deadline();
                                      }})
@@ -234,9 +242,12 @@ TEST_F(GuardTest, OnRenewedIsCalledAfterEachSuccessfulRenewalOnly) {
   store->fail_on(Op::replace, Errc::unavailable);
   scheduler->advance(10s);
   EXPECT_EQ(renewed, 1);  // a failed renewal is not reported as one
+  EXPECT_EQ(failed, 1);   // but as a failure, with its reason
+  EXPECT_FALSE(last_error.empty());
   store->heal();
   scheduler->advance(10s);
   EXPECT_EQ(renewed, 2);
+  EXPECT_EQ(failed, 1);
   ASSERT_TRUE(c->stand_down());
   scheduler->advance(1h);
   EXPECT_EQ(renewed, 2);
