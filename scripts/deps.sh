@@ -38,6 +38,8 @@ PACKAGES=(
   libhiredis-dev        # Redis store (hiredis)
   redis-server          # Redis test server (integration and end-to-end tests)
   redis-tools           # redis-cli: the Redis end-to-end tests inspect keys with it
+  libzookeeper-mt-dev   # ZooKeeper store (the C client, multi-threaded)
+  zookeeperd            # ZooKeeper test server: its jars and the JDK (tests start their own, never the service)
   jq                    # end-to-end tests read JSON
   prometheus-node-exporter  # the metrics test scrapes run --metrics-file through it
   iproute2              # multi-host harness (tests/hosts/): ip netns, veth pairs

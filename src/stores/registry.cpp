@@ -38,12 +38,13 @@ struct KnownFamily {
   std::string_view family;
   std::array<std::string_view, 4> schemes;
 };
-constexpr std::array<KnownFamily, 5> kModuleFamilies = {{
+constexpr std::array<KnownFamily, 6> kModuleFamilies = {{
     {"webdav", {"webdav", "webdavs", "opencloud"}},
     {"cs3", {"cs3", "cs3s", "opencloud+cs3", "opencloud+cs3s"}},
     {"etcd", {"etcd", "etcds"}},
     {"postgres", {"postgres", "postgresql"}},
     {"redis", {"redis", "rediss"}},
+    {"zookeeper", {"zk"}},
 }};
 
 std::string_view scheme_of(std::string_view url) {

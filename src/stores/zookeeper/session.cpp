@@ -1,0 +1,137 @@
+#include "session.hpp"
+
+namespace instance::zk {
+namespace {
+
+// The C client writes its own log to stderr, which is the tool's log: the
+// store reports every failure itself, so the client's lines are dropped.
+void quiet(const char*) {}
+
+}  // namespace
+
+std::unique_ptr<Session> Session::open(const std::string& servers,
+                                       std::chrono::milliseconds timeout, const std::string& digest,
+                                       std::string& error) {
+  std::unique_ptr<Session> s(new Session());
+  s->asked_ = timeout;
+  s->zh_ = zookeeper_init2(servers.c_str(), &Session::on_event, static_cast<int>(timeout.count()),
+                           nullptr, s.get(), 0, &quiet);
+  if (s->zh_ == nullptr) {
+    error = "the ZooKeeper client refused the server list (errno " + std::to_string(errno) + ")";
+    return nullptr;
+  }
+  s->digest_ = digest;
+  if (digest.empty()) s->auth_ = Auth::done;
+  return s;
+}
+
+Session::~Session() {
+  if (zh_ != nullptr) zookeeper_close(zh_);
+}
+
+void Session::on_event(zhandle_t*, int type, int state, const char*, void* context) {
+  if (type != ZOO_SESSION_EVENT || context == nullptr) return;
+  auto* self = static_cast<Session*>(context);
+  std::lock_guard lock(self->mu_);
+  if (state == ZOO_CONNECTED_STATE) {
+    self->state_ = SessionState::connected;
+  } else if (state == ZOO_EXPIRED_SESSION_STATE) {
+    self->state_ = SessionState::expired;
+  } else if (state == ZOO_AUTH_FAILED_STATE) {
+    self->state_ = SessionState::auth_failed;
+  } else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE) {
+    if (self->state_ == SessionState::connected) self->state_ = SessionState::connecting;
+  }
+  self->changed_.notify_all();
+}
+
+void Session::on_auth(int rc, const void* data) {
+  auto* self = static_cast<Session*>(const_cast<void*>(data));
+  std::lock_guard lock(self->mu_);
+  if (rc == ZOK) {
+    self->auth_ = Auth::done;
+  } else {
+    self->auth_ = Auth::none;  // asked again by the next wait
+    if (rc == ZAUTHFAILED) self->state_ = SessionState::auth_failed;
+  }
+  self->changed_.notify_all();
+}
+
+SessionState Session::wait_ready(std::chrono::milliseconds wait) {
+  const auto until = std::chrono::steady_clock::now() + wait;
+  std::unique_lock lock(mu_);
+  changed_.wait_until(lock, until, [&] { return state_ != SessionState::connecting; });
+  if (state_ != SessionState::connected || auth_ == Auth::done) return state_;
+  if (auth_ == Auth::none) {
+    auth_ = Auth::sent;
+    lock.unlock();
+    const int rc = zoo_add_auth(zh_, "digest", digest_.data(), static_cast<int>(digest_.size()),
+                                &Session::on_auth, this);
+    lock.lock();
+    if (rc != ZOK) {
+      auth_ = Auth::none;
+      return SessionState::connecting;  // not usable yet: the caller tries again
+    }
+  }
+  changed_.wait_until(lock, until, [&] { return auth_ != Auth::sent; });
+  if (auth_ != Auth::done && state_ == SessionState::connected) return SessionState::connecting;
+  return state_;
+}
+
+SessionState Session::state() const {
+  std::lock_guard lock(mu_);
+  return state_;
+}
+
+std::int64_t Session::id() const {
+  const clientid_t* client = zoo_client_id(zh_);
+  return client != nullptr ? client->client_id : 0;
+}
+
+std::chrono::milliseconds Session::negotiated() const {
+  const int ms = zoo_recv_timeout(zh_);
+  return ms > 0 ? std::chrono::milliseconds(ms) : asked_;
+}
+
+const char* rc_name(int rc) noexcept {
+  switch (rc) {
+    case ZOK:
+      return "ZOK";
+    case ZNONODE:
+      return "ZNONODE";
+    case ZNODEEXISTS:
+      return "ZNODEEXISTS";
+    case ZBADVERSION:
+      return "ZBADVERSION";
+    case ZNOTEMPTY:
+      return "ZNOTEMPTY";
+    case ZNOAUTH:
+      return "ZNOAUTH";
+    case ZAUTHFAILED:
+      return "ZAUTHFAILED";
+    case ZCONNECTIONLOSS:
+      return "ZCONNECTIONLOSS";
+    case ZOPERATIONTIMEOUT:
+      return "ZOPERATIONTIMEOUT";
+    case ZSESSIONEXPIRED:
+      return "ZSESSIONEXPIRED";
+    case ZINVALIDSTATE:
+      return "ZINVALIDSTATE";
+    case ZMARSHALLINGERROR:
+      return "ZMARSHALLINGERROR";
+    case ZBADARGUMENTS:
+      return "ZBADARGUMENTS";
+    case ZNOCHILDRENFOREPHEMERALS:
+      return "ZNOCHILDRENFOREPHEMERALS";
+    case ZCLOSING:
+      return "ZCLOSING";
+    default:
+      return "a ZooKeeper error";
+  }
+}
+
+bool rc_connection(int rc) noexcept {
+  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZCLOSING;
+}
+
+}  // namespace instance::zk

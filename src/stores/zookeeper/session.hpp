@@ -1,0 +1,65 @@
+// One ZooKeeper session (a zhandle of the C client) and what its events told.
+// Internal to the ZooKeeper store. The C client's calls are thread-safe; the
+// state is kept under a mutex.
+#pragma once
+
+// The synchronous calls of libzookeeper_mt are declared only for a threaded
+// build of the client.
+#ifndef THREADED
+#define THREADED
+#endif
+#include <zookeeper/zookeeper.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace instance::zk {
+
+enum class SessionState { connecting, connected, expired, auth_failed, closed };
+
+class Session {
+ public:
+  // Starts connecting to `servers` ("h:p,h:p") asking for `timeout`, adding
+  // `digest` ("user:password", or empty) as its credential. Null when the
+  // client refuses the arguments (`error` says why, without the digest).
+  static std::unique_ptr<Session> open(const std::string& servers,
+                                       std::chrono::milliseconds timeout, const std::string& digest,
+                                       std::string& error);
+  ~Session();  // closes the session: its ephemeral znodes go at once
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Waits up to `wait` for the session to leave `connecting`; the state then.
+  // The first time it is connected, the digest is added (and its answer
+  // awaited): the client keeps it and sends it again on every reconnection.
+  SessionState wait_ready(std::chrono::milliseconds wait);
+  SessionState state() const;
+  zhandle_t* handle() const noexcept { return zh_; }
+  // The session id, once connected (0 before).
+  std::int64_t id() const;
+  // The timeout the server agreed to, once connected (the one asked before).
+  std::chrono::milliseconds negotiated() const;
+
+ private:
+  Session() = default;
+  static void on_event(zhandle_t* zh, int type, int state, const char* path, void* context);
+  static void on_auth(int rc, const void* data);
+  zhandle_t* zh_ = nullptr;
+  std::chrono::milliseconds asked_{};
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  SessionState state_ = SessionState::connecting;
+  std::string digest_;
+  enum class Auth { none, sent, done } auth_ = Auth::none;  // guarded by mu_
+};
+
+// How a C client return code reads: its name ("ZCONNECTIONLOSS"), and
+// whether the request may have been carried out without an answer.
+const char* rc_name(int rc) noexcept;
+bool rc_connection(int rc) noexcept;  // the connection failed, the session may live on
+
+}  // namespace instance::zk
