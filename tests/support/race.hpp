@@ -3,9 +3,12 @@
 // at once. Used for every store (memory, directory, WebDAV, ...).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <barrier>
 #include <functional>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -113,6 +116,26 @@ inline RaceReport run_race(const std::function<std::shared_ptr<Store>(int)>& sto
   report.errors = errors.load();
   report.first_error = first_error;
   return report;
+}
+
+// Prints a race's "[ race ]" line and asserts what `mode` promises: at most
+// one holder at any moment (announce only counts its double holders), and a
+// holder in every round where a lease decides.
+inline void expect_one_holder(std::string_view store, Mode mode, int guards, const RaceReport& r) {
+  std::cout << "[ race ] store=" << store << " mode=" << to_string(mode) << " guards=" << guards
+            << " rounds=" << r.rounds << " rounds_with_holder=" << r.claims
+            << " double_holder_rounds=" << r.double_holder_rounds
+            << " max_holders=" << r.max_holders << " errors=" << r.errors << "\n";
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  if (mode == Mode::announce) {
+    EXPECT_GT(r.claims, 0);
+    return;
+  }
+  EXPECT_EQ(r.double_holder_rounds, 0);
+  EXPECT_LE(r.max_holders, 1);
+  if (mode != Mode::verify) {
+    EXPECT_EQ(r.claims, r.rounds) << "a lease always has a winner";
+  }
 }
 
 // All guards on one store object (an in-process store).

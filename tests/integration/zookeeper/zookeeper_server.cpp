@@ -46,8 +46,20 @@ bool ZookeeperServer::start() {
                      " start " + shell_quote(dir_.string()) + " " + std::to_string(port_) + " > " +
                      shell_quote(out.string()) + " 2>&1");
   if (rc == 3) absent_ = true;
-  if (rc != 0) why_not_ = read_file(out);
-  return rc == 0;
+  if (rc != 0) {
+    why_not_ = read_file(out);
+    return false;
+  }
+  // A fresh JVM takes half a second over its first session; the tests' short
+  // deadlines are for a warm server.
+  auto warm = options("/warm-up");
+  warm.retry_deadline = std::chrono::milliseconds(10000);
+  warm.request_timeout = std::chrono::milliseconds(5000);
+  if (auto listed = make_zookeeper_store(warm).value()->list(Key()); !listed) {
+    why_not_ = listed.error().message;
+    return false;
+  }
+  return true;
 }
 
 ZookeeperStoreOptions ZookeeperServer::options(std::string root) const {
@@ -77,6 +89,15 @@ bool ZookeeperServer::end(const char* how) {
   running_ = false;
   return run("bash " + shell_quote(script()) + " " + how + " " + shell_quote(dir_.string()) +
              " >/dev/null 2>&1") == 0;
+}
+
+bool ZookeeperServer::pause() { return signal("STOP"); }
+
+bool ZookeeperServer::resume() { return signal("CONT"); }
+
+bool ZookeeperServer::signal(const char* name) {
+  return run("kill -" + std::string(name) + " \"$(cat " +
+             shell_quote((dir_ / "server.pid").string()) + ")\"") == 0;
 }
 
 bool ZookeeperServer::restart() {

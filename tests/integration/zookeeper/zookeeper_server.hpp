@@ -43,10 +43,15 @@ class ZookeeperServer {
   bool stop();     // SIGTERM, and wait until gone
   bool crash();    // SIGKILL
   bool restart();  // start again on the same port and data
+  // SIGSTOP / SIGCONT: a server that neither answers nor expires sessions
+  // while paused, and on resuming expires those whose timeout passed.
+  bool pause();
+  bool resume();
 
  private:
   bool start();
-  bool end(const char* how);  // the script's stop or crash
+  bool end(const char* how);      // the script's stop or crash
+  bool signal(const char* name);  // kill -NAME the server
   std::filesystem::path dir_;
   int port_ = 0;
   bool running_ = false;

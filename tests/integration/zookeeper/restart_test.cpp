@@ -1,0 +1,105 @@
+// ZooKeeper restarted (or killed) in the middle of a claim. The guard's time
+// is a fake clock driven by the test (its renewals run when the test
+// advances it); the lock's session lives on the real server's clock (30 s),
+// which the test never waits for. ZooKeeper keeps sessions and their
+// ephemeral znodes in its data across a restart and gives each session a
+// whole timeout again, so the holder's client reconnects, its next renewal
+// succeeds and nobody else gets in. A server down past the guard's fencing
+// deadline (ttl - max-skew, below the session timeout) ends the claim.
+#include <gtest/gtest.h>
+
+#include "instance/guard.hpp"
+#include "instance/testing.hpp"
+#include "support/test_support.hpp"
+#include "zookeeper_server.hpp"
+
+namespace instance::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class ZookeeperRestart : public ::testing::Test {
+ protected:
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  std::shared_ptr<ManualScheduler> scheduler = std::make_shared<ManualScheduler>(clock);
+  std::shared_ptr<CapturingLogger> logger = std::make_shared<CapturingLogger>();
+  const std::string root = ZookeeperServer::fresh_root();
+  int losses = 0;
+  std::optional<Error> loss;
+
+  // retry_deadline: long enough for a restarting server to come back.
+  Guard guard(ZookeeperServer& server, std::string id, Duration retry_deadline = 5s) {
+    ZookeeperStoreOptions options = server.options(root);
+    options.retry_deadline = std::chrono::duration_cast<std::chrono::milliseconds>(retry_deadline);
+    GuardOptions g{.ttl = 30s,
+                   .id = std::move(id),
+                   .clock = clock,
+                   .scheduler = scheduler,
+                   .logger = logger,
+                   .mode = Mode::automatic,
+                   .max_skew = 3s};
+    g.on_lost = [this](const Error& e) {
+      ++losses;
+      loss = e;
+    };
+    return Guard::create(make_zookeeper_store(options).value(), g).value();
+  }
+};
+
+void expect_refused(Guard& g) {
+  auto c = g.claim();
+  ASSERT_FALSE(c.has_value()) << "a second holder got in";
+  EXPECT_EQ(c.error().error.code, Errc::another_instance) << c.error().error.message;
+}
+
+TEST_F(ZookeeperRestart, TheHolderRenewsAfterARestartAndACrash) {
+  ZookeeperServer server;
+  REQUIRE_ZOOKEEPER(server);
+  Guard a = guard(server, "a");
+  auto claim = a.claim();
+  ASSERT_TRUE(claim.has_value()) << claim.error().error.message;
+  EXPECT_EQ(claim->mode(), Mode::exclusive);
+  const auto epoch = claim->epoch();
+
+  ASSERT_TRUE(server.stop());
+  ASSERT_TRUE(server.restart());
+  scheduler->advance(10s);  // a renewal, on the restarted server
+  EXPECT_EQ(losses, 0) << (loss ? loss->message : "");
+  EXPECT_TRUE(claim->active());
+  EXPECT_FALSE(logger->contains("renewal failed")) << "the renewal should have succeeded";
+  Guard b = guard(server, "b");
+  expect_refused(b);
+
+  ASSERT_TRUE(server.crash());  // SIGKILL: what was logged survives
+  ASSERT_TRUE(server.restart());
+  scheduler->advance(10s);
+  EXPECT_EQ(losses, 0) << (loss ? loss->message : "");
+  EXPECT_TRUE(claim->active());
+  expect_refused(b);
+
+  ASSERT_TRUE(claim->stand_down());
+  auto next = b.claim();
+  ASSERT_TRUE(next.has_value()) << next.error().error.message;
+  ASSERT_TRUE(epoch && next->epoch());
+  EXPECT_GT(*next->epoch(), *epoch);
+  ASSERT_TRUE(next->stand_down());
+}
+
+TEST_F(ZookeeperRestart, AServerDownPastTheFencingDeadlineEndsTheClaim) {
+  ZookeeperServer server;
+  REQUIRE_ZOOKEEPER(server);
+  Guard a = guard(server, "a", 300ms);  // each renewal gives up quickly
+  auto claim = a.claim();
+  ASSERT_TRUE(claim.has_value()) << claim.error().error.message;
+  ASSERT_TRUE(server.stop());
+  scheduler->advance(10s);  // a renewal fails (disconnected: not lost) and is retried next period
+  EXPECT_EQ(losses, 0) << (loss ? loss->message : "");
+  EXPECT_TRUE(claim->active());
+  scheduler->advance(20s);  // no renewal for ttl - max_skew: self-fenced
+  EXPECT_EQ(losses, 1);
+  EXPECT_EQ(claim->status(), ClaimStatus::lost);
+  ASSERT_TRUE(server.restart()) << server.why_not();
+}
+
+}  // namespace
+}  // namespace instance::testing
