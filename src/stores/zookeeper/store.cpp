@@ -591,6 +591,10 @@ class ZookeeperStore final : public Store {
       if (done.gave_up) {
         error.message += " (gave up after " + std::to_string(done.attempts) + " attempts)";
       }
+      if (error.code == Errc::unavailable && done.gave_up) {
+        error.message +=
+            "; check that ZooKeeper runs and accepts connections at " + options_.servers;
+      }
       return std::unexpected(std::move(error));
     }
     return std::move(*done.result);

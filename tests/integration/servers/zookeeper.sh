@@ -35,7 +35,7 @@ dataDir=$dir/data
 clientPort=$port
 clientPortAddress=127.0.0.1
 admin.enableServer=false
-4lw.commands.whitelist=ruok,srvr
+4lw.commands.whitelist=ruok,srvr,dump
 CONF
   stop_server
   classpath=$jar
