@@ -4,15 +4,13 @@
 //
 //   file:///abs/path, /abs/path, rel/path   the directory store
 //   memory:                                 a new, private in-memory store
-//   webdav://, webdavs://, opencloud://     the WebDAV store (module "webdav")
-//   etcd://, etcds://                       the etcd store (module "etcd")
-//   cs3://, cs3s://, opencloud+cs3(s)://     the CS3 store (module "cs3")
-//   postgres://, postgresql://              the PostgreSQL store (module "postgres")
-//   redis://, rediss://                     the Redis store (module "redis")
+//   any scheme of known_store_schemes()     its store module ("redis://": redis)
 //
 // The first two are part of the core; every other family is a store module,
 // linked in and registered, or loaded on the first URL of its scheme
-// (instance/sdk/store_module.hpp says how and from where).
+// (instance/sdk/store_module.hpp says how and from where; the registry's
+// list of families, src/stores/registry.cpp, says which module a scheme
+// needs).
 //
 // Credentials never come from the URL's visible text in a way that shows in
 // `ps`: they are read from files named in the options or from the
@@ -32,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "instance/error.hpp"
 #include "instance/export.hpp"
@@ -68,5 +67,10 @@ struct OpenOptions {
 
 INSTANCE_EXPORT Result<std::shared_ptr<Store>> open_store(std::string_view url,
                                                           const OpenOptions& options = {});
+
+// Every URL scheme open_store() knows, lower case, "file" and "memory" first,
+// then each store family's, whether its module is installed or not: what
+// help texts and messages list.
+INSTANCE_EXPORT std::vector<std::string_view> known_store_schemes();
 
 }  // namespace instance

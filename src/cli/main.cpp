@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "instance/open_store.hpp"
 #include "log.hpp"
 
 namespace {
@@ -17,11 +18,16 @@ using namespace instance::cli;
 
 // Flags for finding and reaching the store, shared by every subcommand.
 void add_store_flags(CLI::App& app, StoreFlags& flags) {
+  // The schemes come from the store registry: a new store family needs no change here.
+  std::string schemes;
+  for (const auto scheme : instance::known_store_schemes()) {
+    if (scheme == "memory") continue;  // for tests: one process only
+    schemes += ", " + std::string(scheme) + (scheme == "file" ? ":///abs/path" : "://...");
+  }
   app.add_option("--store", flags.store,
-                 "Store URL: file:///abs/path, a plain path, webdav(s)://..., etcd(s)://..., "
-                 "cs3(s)://..., postgres://..., redis://... (man instance-guard: STORE URLS) "
-                 "[env: INSTANCE_GUARD_STORE] "
-                 "[default: ${XDG_STATE_HOME:-~/.local/state}/instance-guard/NAME]");
+                 "Store URL: a plain path" + schemes +
+                     " (man instance-guard: STORE URLS) [env: INSTANCE_GUARD_STORE] "
+                     "[default: ${XDG_STATE_HOME:-~/.local/state}/instance-guard/NAME]");
   app.add_option("--name", flags.name,
                  "Service name picking the default store folder (run: the command's basename)");
   auto* creds = app.add_option_group("credentials", "Remote stores (secrets only from files)");

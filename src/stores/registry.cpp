@@ -169,11 +169,10 @@ class Registry {
   }
 
   static std::string known_schemes() {
-    std::string out = "file://, memory:";
-    for (const auto& family : kModuleFamilies) {
-      for (const auto scheme : family.schemes) {
-        if (!scheme.empty()) out += ", " + std::string(scheme) + "://";
-      }
+    std::string out;
+    for (const auto scheme : known_store_schemes()) {
+      if (!out.empty()) out += ", ";
+      out += std::string(scheme) + (scheme == "memory" ? ":" : "://");
     }
     return out;
   }
@@ -234,6 +233,17 @@ Registry& registry() {
 }
 
 }  // namespace
+
+std::vector<std::string_view> known_store_schemes() {
+  std::vector<std::string_view> out{kDirectorySchemes.begin(), kDirectorySchemes.end()};
+  out.insert(out.end(), kMemorySchemes.begin(), kMemorySchemes.end());
+  for (const auto& family : kModuleFamilies) {
+    for (const auto scheme : family.schemes) {
+      if (!scheme.empty()) out.push_back(scheme);
+    }
+  }
+  return out;
+}
 
 Result<void> register_store_module(const StoreModule& module) { return registry().add(module); }
 

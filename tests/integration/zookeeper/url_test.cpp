@@ -3,6 +3,7 @@
 // message.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 
@@ -103,6 +104,8 @@ TEST(ZookeeperUrl, DigestCredentialsComeFromFilesOrTheEnvironmentNeverTheUrl) {
 }
 
 TEST(ZookeeperUrl, OpenStoreKnowsTheScheme) {
+  const auto schemes = known_store_schemes();
+  EXPECT_NE(std::ranges::find(schemes, "zk"), schemes.end()) << "the registry lists zk";
   auto store = open_store("zk://127.0.0.1:1/svc", with_env({}));
   ASSERT_TRUE(store) << store.error().message;
   EXPECT_EQ((*store)->describe(), "zk://127.0.0.1:1/svc");
