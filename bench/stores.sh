@@ -42,6 +42,7 @@ bench_store lighttpd  lighttpd.sh 'webdav://$HOSTPORT/bench' announce,verify,exc
 bench_store etcd      etcd.sh      'etcd://$HOSTPORT/bench'                  announce,verify,exclusive
 bench_store redis     redis_server 'redis://$HOSTPORT'                       announce,verify,exclusive
 bench_store postgres  postgres.sh  'postgres://$HOSTPORT/guard?table=bench'  announce,verify,exclusive
+bench_store zookeeper zookeeper.sh 'zk://$HOSTPORT/bench'                    announce,verify,exclusive
 # The CS3 gateway test double (no OpenCloud runs here): a gRPC server on its
 # own port, so the URL is the one cs3.sh printed.
 bench_store cs3       cs3.sh       '$SERVER_URL/bench'                       announce,verify,exclusive

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 
 # Libraries of the store clients: none may be in the core.
-clients='libcurl|libgrpc|libgpr|libprotobuf|libabsl|libpq|libhiredis|libpugixml|libssl|libcrypto'
+clients='libcurl|libgrpc|libgpr|libprotobuf|libabsl|libpq|libhiredis|libzookeeper|libpugixml|libssl|libcrypto'
 
 # 1. The binary itself.
 ldd "$BIN" >"$WORK/ldd" || fail "ldd $BIN failed"

@@ -25,7 +25,7 @@ start_zk() {
       ZK_STARTED+=("$name")
       return 0
     fi
-    ((rc == 3)) && { echo "SKIP: ZooKeeper is not installed (scripts/deps.sh)"; exit 0; }
+    ((rc == 77)) && { echo "SKIP: ZooKeeper is not installed (scripts/deps.sh)"; exit 0; }
   done
   cat "$WORK/$name.start.err" >&2
   fail "could not start ZooKeeper $name"

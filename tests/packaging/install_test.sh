@@ -59,7 +59,7 @@ status=0
 grep -q 'another instance' "$WORK/err" || fail "the refusal does not say why: $(cat "$WORK/err")"
 
 # A consumer of the core links nothing of any store's client libraries.
-clients='libcurl|libgrpc|libgpr|libprotobuf|libabsl|libpq|libhiredis|libpugixml'
+clients='libcurl|libgrpc|libgpr|libprotobuf|libabsl|libpq|libhiredis|libzookeeper|libpugixml'
 if readelf -d "$service" | grep NEEDED | grep -Eq "$clients"; then
   fail "guarded-service (instance::core) links store clients: $(readelf -d "$service" | grep NEEDED)"
 fi

@@ -10,7 +10,7 @@
 # may be as short as 1 s; jute.maxbuffer is raised to 4 MiB so a 1 MiB
 # document fits in one request. Optional environment:
 #   WATCH_PID=<pid>   stop the server when that process dies
-# Exit status 3 when ZooKeeper or Java is missing and cannot be installed
+# Exit status 77 when ZooKeeper or Java is missing and cannot be installed
 # (Debian packages zookeeper, default-jre-headless).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -23,7 +23,7 @@ start)
     need zookeeper || true
     if ! [ -f "$jar" ] || ! command -v java >/dev/null; then
       echo "ZooKeeper is not installed (Debian package zookeeper; scripts/deps.sh)" >&2
-      exit 3
+      exit 77
     fi
   fi
   mkdir -p "$dir/data"

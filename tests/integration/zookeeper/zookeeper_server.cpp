@@ -45,7 +45,7 @@ bool ZookeeperServer::start() {
   const int rc = run("WATCH_PID=" + std::to_string(::getpid()) + " bash " + shell_quote(script()) +
                      " start " + shell_quote(dir_.string()) + " " + std::to_string(port_) + " > " +
                      shell_quote(out.string()) + " 2>&1");
-  if (rc == 3) absent_ = true;
+  if (rc == 77) absent_ = true;
   if (rc != 0) {
     why_not_ = read_file(out);
     return false;
