@@ -60,20 +60,10 @@ Result<ZookeeperStoreOptions> parse_zookeeper_url(std::string_view url,
                           [](char a, char b) { return std::tolower(a) == b; })) {
     return invalid_store_url(url, "expected zk://host:port[,host:port...][/root/path]");
   }
-  std::string_view rest = url.substr(scheme_end + 3);
-  if (auto why = password_in_url(url, kDigestAdvice)) return invalid_store_url(url, *why);
-  if (std::ranges::any_of(rest, [](unsigned char c) { return c <= 0x20 || c >= 0x7F; })) {
-    return invalid_store_url(url, "spaces or control characters");
-  }
-  if (rest.find_first_of("?#") != std::string_view::npos) {
-    return invalid_store_url(url, "a query or fragment is not allowed");
-  }
-  const auto slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
-
-  auto url_user = take_url_user(url, authority);
-  if (!url_user) return std::unexpected(url_user.error());
+  auto parts = split_store_url(url, url.substr(scheme_end + 3), kDigestAdvice);
+  if (!parts) return std::unexpected(parts.error());
+  std::string_view authority = parts->authority;
+  std::string_view path = parts->path;
 
   ZookeeperStoreOptions out;
   out.servers.clear();
@@ -94,7 +84,7 @@ Result<ZookeeperStoreOptions> parse_zookeeper_url(std::string_view url,
     return invalid_store_url(url, "ZooKeeper takes a digest user and password, not a token: " +
                                       std::string(kDigestAdvice));
   }
-  auto given = read_credentials(options, std::move(*url_user));
+  auto given = read_credentials(options, std::move(parts->user));
   if (!given) return std::unexpected(given.error());
   out.user = std::move(given->user);
   out.password = std::move(given->password).value_or("");
