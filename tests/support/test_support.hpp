@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "instance/key.hpp"
 #include "instance/logger.hpp"
+#include "instance/open_store.hpp"
 #include "instance/sdk/store_wrapper.hpp"
 #include "instance/store.hpp"
 
@@ -18,6 +20,17 @@ namespace instance::testing {
 
 // The key `escaped` names; the test stops with an exception when it is not one.
 inline Key key(std::string_view escaped) { return Key::parse(escaped).value(); }
+
+// Open options whose environment is `env` alone (for URL parsers'
+// credential lookups), not the process's.
+inline OpenOptions env_only(std::map<std::string, std::string> env) {
+  OpenOptions o;
+  o.getenv = [env = std::move(env)](std::string_view name) -> std::optional<std::string> {
+    if (auto it = env.find(std::string(name)); it != env.end()) return it->second;
+    return std::nullopt;
+  };
+  return o;
+}
 
 // Keeps every log line, at every level.
 class CapturingLogger final : public Logger {

@@ -8,9 +8,7 @@
 // deadline (ttl - max-skew, below the session timeout) ends the claim.
 #include <gtest/gtest.h>
 
-#include "instance/guard.hpp"
-#include "instance/testing.hpp"
-#include "support/test_support.hpp"
+#include "support/fake_time_guard.hpp"
 #include "zookeeper_server.hpp"
 
 namespace instance::testing {
@@ -18,39 +16,17 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class ZookeeperRestart : public ::testing::Test {
+class ZookeeperRestart : public ::testing::Test, public FakeTimeGuards {
  protected:
-  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
-  std::shared_ptr<ManualScheduler> scheduler = std::make_shared<ManualScheduler>(clock);
-  std::shared_ptr<CapturingLogger> logger = std::make_shared<CapturingLogger>();
   const std::string root = ZookeeperServer::fresh_root();
-  int losses = 0;
-  std::optional<Error> loss;
 
   // retry_deadline: long enough for a restarting server to come back.
   Guard guard(ZookeeperServer& server, std::string id, Duration retry_deadline = 5s) {
     ZookeeperStoreOptions options = server.options(root);
     options.retry_deadline = std::chrono::duration_cast<std::chrono::milliseconds>(retry_deadline);
-    GuardOptions g{.ttl = 30s,
-                   .id = std::move(id),
-                   .clock = clock,
-                   .scheduler = scheduler,
-                   .logger = logger,
-                   .mode = Mode::automatic,
-                   .max_skew = 3s};
-    g.on_lost = [this](const Error& e) {
-      ++losses;
-      loss = e;
-    };
-    return Guard::create(make_zookeeper_store(options).value(), g).value();
+    return FakeTimeGuards::guard(make_zookeeper_store(options).value(), std::move(id));
   }
 };
-
-void expect_refused(Guard& g) {
-  auto c = g.claim();
-  ASSERT_FALSE(c.has_value()) << "a second holder got in";
-  EXPECT_EQ(c.error().error.code, Errc::another_instance) << c.error().error.message;
-}
 
 TEST_F(ZookeeperRestart, TheHolderRenewsAfterARestartAndACrash) {
   ZookeeperServer server;
