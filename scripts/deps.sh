@@ -39,7 +39,7 @@ PACKAGES=(
   redis-server          # Redis test server (integration and end-to-end tests)
   redis-tools           # redis-cli: the Redis end-to-end tests inspect keys with it
   libzookeeper-mt-dev   # ZooKeeper store (the C client, multi-threaded)
-  zookeeperd            # ZooKeeper test server: its jars and the JDK (tests start their own, never the service)
+  zookeeper             # ZooKeeper test server: its jars and a JRE (tests start their own; not zookeeperd, whose system service they never use)
   jq                    # end-to-end tests read JSON
   prometheus-node-exporter  # the metrics test scrapes run --metrics-file through it
   iproute2              # multi-host harness (tests/hosts/): ip netns, veth pairs

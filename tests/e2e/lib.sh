@@ -115,3 +115,23 @@ expect_exit() {
     fail "$2: exit $EXIT_CODE, expected $1"
   }
 }
+
+# expect_down_store URL ADVICE: `run` against a store whose server is down
+# exits 69 without running its command, the error holding ADVICE (a regex).
+expect_down_store() {
+  run_guard run --ttl 4s --store "$1" -- bash -c 'echo should-not-run'
+  expect_exit 69 "run against a stopped server"
+  grep -q -- "$2" "$WORK/last.err" || fail "no advice: $(cat "$WORK/last.err")"
+  [[ ! -s $WORK/last.out ]] || fail "the command ran without a store"
+  ok "a server that is down exits 69 in ${ELAPSED_MS} ms, saying what to check"
+}
+
+# expect_url_password_refused URL SECRET: a store URL holding the password
+# SECRET is refused (78) without echoing it, pointing at where it goes.
+expect_url_password_refused() {
+  run_guard run --store "$1" -- bash -c 'echo no'
+  expect_exit 78 "a password in the URL"
+  ! grep -qF -- "$2" "$WORK/last.err" || fail "the password in the URL is echoed"
+  grep -q 'INSTANCE_GUARD_PASSWORD' "$WORK/last.err" || fail "the refusal does not say where a password goes"
+  ok "a password in the URL is refused (78) and not echoed"
+}

@@ -67,12 +67,7 @@ run_guard status --store "$ZK_URL/modes" --json
 ok "every mode runs on ZooKeeper and leaves no record"
 
 # A server that is down: 69, naming the store and what to check.
-down="zk://127.0.0.1:$(free_port)/svc"
-run_guard run --ttl 4s --store "$down" -- bash -c 'echo should-not-run'
-expect_exit 69 "run against a stopped server"
-grep -q 'check that ZooKeeper runs' "$WORK/last.err" || fail "no advice: $(cat "$WORK/last.err")"
-[[ ! -s $WORK/last.out ]] || fail "the command ran without a store"
-ok "a server that is down exits 69 in ${ELAPSED_MS} ms, saying what to check"
+expect_down_store "zk://127.0.0.1:$(free_port)/svc" 'check that ZooKeeper runs'
 
 # ---- digest credentials ---------------------------------------------------------
 password='e2e-Zk-Digest-7f3a'
@@ -104,8 +99,4 @@ grep -q 'ZNOAUTH' "$WORK/last.err" || fail "the error does not say why: $(cat "$
 ! grep -qF 'not-the-Pw-9' "$WORK/last.err" "$WORK/last.out" || fail "the wrong password appears"
 ok "a wrong password exits 69 naming the server, without the password"
 
-run_guard run --store "zk://guard:InUrl-Pw-31@127.0.0.1:${ZK_PORTS[main]}/authed" -- bash -c 'echo no'
-expect_exit 78 "a password in the URL"
-! grep -qF 'InUrl-Pw-31' "$WORK/last.err" || fail "the password in the URL is echoed"
-grep -q 'INSTANCE_GUARD_PASSWORD' "$WORK/last.err" || fail "the refusal does not say where a password goes"
-ok "a password in the URL is refused (78) and not echoed"
+expect_url_password_refused "zk://guard:InUrl-Pw-31@127.0.0.1:${ZK_PORTS[main]}/authed" InUrl-Pw-31
