@@ -2,10 +2,11 @@
 // through the C client (Debian: libzookeeper-mt-dev).
 //
 // Layout, under the root znode (the URL's path, "/instance-guard" by
-// default): a document `a/b` is the znode `<root>/docs/a~/b`; every folder
-// is a container znode whose name ends in '~' (never in a canonical key
-// segment), so one getChildren of a folder tells documents from folders and
-// the server removes a folder once it is empty. A native lock on `a/b` is
+// default): a document `a/b` is the znode `a~/b` under the root's child
+// znode named "docs"; every folder is a container znode whose name ends in
+// '~' (never in a canonical key segment), so one getChildren of a folder
+// tells documents from folders and the server removes a folder once it is
+// empty. A native lock on `a/b` is
 // the ephemeral znode `<root>/locks/a~/b`, outside the documents' tree, so
 // no listing shows it and get() of its key is not_found.
 //
