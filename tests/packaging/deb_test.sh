@@ -65,7 +65,7 @@ expect_depends() {
 # The tool's package: the C and C++ runtimes, nothing of any store's client.
 depends=$(dpkg-deb -f "$tool_deb" Depends)
 [[ $depends == *libc6* ]] || fail "instance-guard's Depends lacks libc6: $depends"
-if grep -Eq 'curl|grpc|protobuf|absl|libpq|hiredis|pugixml' <<<"$depends"; then
+if grep -Eq 'curl|grpc|protobuf|absl|libpq|hiredis|pugixml|zookeeper' <<<"$depends"; then
   fail "instance-guard depends on a store's client library: $depends"
 fi
 expect_depends "$tool_deb" "$INSTANCE_GUARD_BIN"
@@ -113,6 +113,17 @@ for family in "${families[@]}"; do
   [[ $family == etcd ]] || other_modules+=("$(deb_of "instance-guard-$family")")
 done
 run_logged "$WORK/install-rest.log" dpkg -i "$dev_deb" "${other_modules[@]}"
+# A store added as one folder installs and claims on its own: ZooKeeper, with
+# the installed tool and its module package against a real server.
+if [[ " ${families[*]} " == *" zookeeper "* ]]; then
+  source "$INSTANCE_SOURCE_DIR/tests/e2e/zookeeper_lib.sh"
+  trap 'stop_all_zk; stop_all_etcd 2>/dev/null || true; cleanup' EXIT
+  start_zk zk
+  /usr/bin/instance-guard run --store "zk://127.0.0.1:$ZK_PORT/pkg" -- bash -c 'echo "ran $INSTANCE_GUARD_EPOCH"' \
+    >"$WORK/out" 2>"$WORK/err" || fail "a claim on ZooKeeper with instance-guard-zookeeper installed exited $?: $(cat "$WORK/err")"
+  grep -q '^ran [0-9]' "$WORK/out" || fail "the command did not run on ZooKeeper: $(cat "$WORK/out") $(cat "$WORK/err")"
+  echo "ok: with instance-guard-zookeeper installed, the tool claims on ZooKeeper"
+fi
 
 # The man page and the development files, where find_package and pkg-config look.
 [[ $(man -w instance-guard) == /usr/share/man/man1/instance-guard.1* ]] ||
