@@ -146,7 +146,8 @@ std::string EtcdServer::fresh_prefix() {
 
 EtcdStoreOptions EtcdServer::options(std::string prefix) const {
   EtcdStoreOptions o;
-  o.endpoint = (config_.tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_);
+  o.endpoints = {(config_.tls ? "https://127.0.0.1:" : "http://127.0.0.1:") +
+                 std::to_string(port_)};
   if (config_.tls) o.ca_file = ca_file();
   if (config_.client_cert_auth) {
     o.client_cert = client_cert();
