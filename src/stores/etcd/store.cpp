@@ -155,8 +155,11 @@ class EtcdStore final : public Store {
   }
 
   Capabilities capabilities() override {
-    return {
-        .versions = true, .conditional_writes = true, .native_lease = true, .server_clock = true};
+    return {.versions = true,
+            .conditional_writes = true,
+            .native_lease = true,
+            .server_clock = true,
+            .agreement = agreement()};
   }
 
   Result<Document> get(const Key& key) override {
@@ -454,6 +457,52 @@ class EtcdStore final : public Store {
                {{"ID", std::to_string(lease)}}, kMaxSmallReply);
   }
 
+  // The guarantee line's words for this cluster, from its member list (asked
+  // once: one attempt per endpoint, 1 s each at most, until one answers),
+  // or from the store URL when no member answered.
+  std::string agreement() {
+    std::lock_guard lock(topology_mu_);
+    if (!topology_asked_) {
+      topology_asked_ = true;
+      members_ = member_count();
+    }
+    const std::size_t named = options_.endpoints.size();
+    if (members_ == 1) {
+      return "one etcd member, no replica: a claim lasts while that member answers";
+    }
+    if (members_ > 1) {
+      return "etcd cluster (" + std::to_string(members_) + " members, " + std::to_string(named) +
+             " in the store URL): a majority (" + std::to_string(members_ / 2 + 1) +
+             ") must agree on every lock and renewal; without one the holder fences itself "
+             "within its ttl";
+    }
+    if (named == 1) return std::string();
+    return "etcd cluster (" + std::to_string(named) +
+           " endpoints in the store URL; its size not learnt): a majority of its members must "
+           "agree on every lock and renewal; without one the holder fences itself within its ttl";
+  }
+
+  // The cluster's voting members, 0 when no endpoint answered.
+  std::size_t member_count() {
+    const auto timeout = std::min(timeouts_.get().request_timeout, std::chrono::milliseconds(1000));
+    for (std::size_t tried = 0; tried < options_.endpoints.size(); ++tried) {
+      const std::size_t index = (current_.load() + tried) % options_.endpoints.size();
+      const std::string& endpoint = options_.endpoints[index];
+      auto auth = authorization(endpoint, timeout);
+      if (!auth) continue;
+      const auto reply =
+          post(endpoint, "/v3/cluster/member/list", "{}", *auth, timeout, kMaxSmallReply);
+      if (!reply.transport_ok() || reply.status != 200) continue;
+      const auto j = parse_reply(reply.body);
+      if (!j || !j->contains("members") || !(*j)["members"].is_array()) continue;
+      // Learners (etcd 3.4) take no part in the vote.
+      return static_cast<std::size_t>(std::ranges::count_if((*j)["members"], [](const json& m) {
+        return !(m.is_object() && m.value("isLearner", false));
+      }));
+    }
+    return 0;
+  }
+
   bool uses_password() const { return options_.token.empty() && !options_.user.empty(); }
 
   // The Authorization value for the next request; logs in first when a
@@ -639,8 +688,11 @@ class EtcdStore final : public Store {
   EtcdStoreOptions options_;
   std::unique_ptr<net::Client> http_;
   std::string shown_;
-  TunedTimeouts timeouts_;               // retry_deadline, request_timeout, max_clock_skew (tune())
-  net::ServerDateCheck date_check_;      // warns once about the server's clock
+  TunedTimeouts timeouts_;           // retry_deadline, request_timeout, max_clock_skew (tune())
+  net::ServerDateCheck date_check_;  // warns once about the server's clock
+  std::mutex topology_mu_;
+  bool topology_asked_ = false;  // guarded by topology_mu_
+  std::size_t members_ = 0;      // the member list's size, 0 unknown; guarded by topology_mu_
   std::atomic<std::size_t> current_{0};  // the endpoint that answered last (or to try next)
   std::mutex auth_mu_;
   std::string token_;           // from /v3/auth/authenticate; guarded by auth_mu_
