@@ -85,6 +85,11 @@ struct Capabilities {
   // ends a lock only when it has proven the holder fenced (its lease and its
   // record expired by more than max-skew: docs/design/arguments.md).
   bool ends_stale_locks = false;
+  // What the store's own servers must agree on before a lock is granted or
+  // renewed, in words the guarantee line appends ("etcd cluster (3
+  // members): a majority (2) must agree ..."); empty when the store has
+  // nothing to add (one server, or no native lease).
+  std::string agreement;
   // Set when the store did not learn what its server can do: why, naming the
   // cause. Either it could not (the server cannot be reached, refuses our
   // credentials, a TLS failure; the next call of capabilities() asks again),

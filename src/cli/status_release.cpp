@@ -126,6 +126,11 @@ std::string mode_lines(const std::shared_ptr<Store>& store, Mode requested) {
   line += to_string(choice->mode);
   if (requested == Mode::automatic) line += " (auto)";
   line += ": " + std::string(guarantee_summary(choice->mode));
+  // The store's own servers' part in it (an etcd cluster's majority).
+  if (const auto caps = store->capabilities();
+      choice->mode == Mode::exclusive && caps.native_lease && !caps.agreement.empty()) {
+    line += "; " + caps.agreement;
+  }
   if (requested == Mode::automatic) line += "\nchosen because: " + choice->reason;
   return line +
          "\nexpiry judged by: " + std::string(expiry_summary(choice->mode, store->capabilities()));

@@ -52,15 +52,16 @@ bool lost_code(Errc code) {
   return code == Errc::conflict || code == Errc::not_found || code == Errc::locked;
 }
 
+constexpr std::string_view kNativeLine =
+    "mutual exclusion by the store's own lock, expired on the store's clock, with a fencing "
+    "epoch";
+
 class Exclusive final : public Protocol {
  public:
   Mode mode() const noexcept override { return Mode::exclusive; }
   std::string_view guarantee() const noexcept override {
     if (!guarantee_.empty()) return guarantee_;
-    if (native_) {
-      return "mutual exclusion by the store's own lock, expired on the store's clock, with a "
-             "fencing epoch";
-    }
+    if (native_) return kNativeLine;
     return "mutual exclusion by compare-and-set on the store, with a fencing epoch; a holder "
            "paused past its expiry is fenced by the epoch, not by the store";
   }
@@ -69,6 +70,7 @@ class Exclusive final : public Protocol {
     const Capabilities caps = ctx.store.capabilities();
     native_ = caps.native_lease;
     ends_stale_ = native_ && caps.ends_stale_locks;
+    agreement_ = native_ ? caps.agreement : std::string();
     if (native_) return acquire_locked(ctx, stop);
     for (int race = 0; race < kMaxRaces; ++race) {
       if (stop.stop_requested()) {
@@ -396,9 +398,15 @@ class Exclusive final : public Protocol {
     return std::optional<Record>{std::move((*stored)->record)};
   }
 
-  // The guarantee line on a store whose locks a successor may end.
+  // The guarantee line on a store whose locks a successor may end, or whose
+  // servers must agree on a lock (the store's words appended).
   void describe_guarantee() {
-    if (!ends_stale_) return;
+    if (!ends_stale_) {
+      if (!agreement_.empty()) {
+        guarantee_ = std::string(kNativeLine) + "; " + agreement_;
+      }
+      return;
+    }
     guarantee_ =
         "mutual exclusion by the store's own lock while its holder renews it, with a fencing "
         "epoch; a holder that stops renewing has its lock ended by the next claim once its lease "
@@ -500,6 +508,7 @@ class Exclusive final : public Protocol {
   bool ends_stale_ = false;                      // and a lock that outlived its holder may be ended
   std::optional<WallTime> locks_outlive_grant_;  // carried in our lease document
   std::string guarantee_;                        // when it differs from the fixed lines
+  std::string agreement_;                        // Capabilities::agreement, with a native lease
 
   std::expected<Holding, ClaimError> finish(const Context& ctx, Holding held) {
     const WallTime now = ctx.clock.wall();

@@ -78,6 +78,33 @@ sleeper() {
   printf '%s' "echo \$\$ >>\"\$WORK/pgids\"; echo \"\$\$ \$INSTANCE_GUARD_ID\" >\"\$WORK/$1.started.tmp\"; mv \"\$WORK/$1.started.tmp\" \"\$WORK/$1.started\"; exec sleep 300"
 }
 
+# start_watched NAME ARGS...: start_guard NAME ARGS... -- a child that
+# records its process group, writes its INSTANCE_GUARD_EPOCH to
+# $WORK/NAME.epoch, touches $WORK/NAME.started, and on SIGTERM writes the
+# time (ms) to $WORK/NAME.term and exits 0; waits (10 s at most) until it
+# started. The guard's pid in $LAST_PID.
+WATCHED_CHILD='echo $$ >>"$WORK/pgids"; trap "date +%s%3N >\"\$WORK/$1.term\"; exit 0" TERM; echo "$INSTANCE_GUARD_EPOCH" >"$WORK/$1.epoch"; touch "$WORK/$1.started"; sleep 300 & wait $!'
+start_watched() {
+  local name=$1
+  shift
+  start_guard "$name" "$@" -- bash -c "$WATCHED_CHILD" child "$name"
+  wait_until 10 test -f "$WORK/$name.started" || fail "the child did not start: $(cat "$WORK/$name.err")"
+}
+
+# expect_fenced NAME PID SINCE_MS WITHIN_MS WHAT: the watched child NAME
+# (start_watched) got SIGTERM within WITHIN_MS of SINCE_MS (now_ms) and its
+# guard PID exited 75 with a 'claim lost' line; WHAT says what happened at
+# SINCE_MS. Sets $TERM_MS, how long after SINCE_MS the child got SIGTERM.
+expect_fenced() {
+  local name=$1 pid=$2 since=$3 within=$4 what=$5
+  wait_until 10 test -f "$WORK/$name.term" || fail "the child got no SIGTERM within 10 s of $what: $(tail -5 "$WORK/$name.err")"
+  TERM_MS=$(($(cat "$WORK/$name.term") - since))
+  wait_exit "$pid" 10
+  [[ $EXIT_CODE == 75 ]] || { cat "$WORK/$name.err" >&2; fail "the guard exited $EXIT_CODE after $what, expected 75"; }
+  grep -q 'claim lost' "$WORK/$name.err" || fail "no 'claim lost' line: $(tail -5 "$WORK/$name.err")"
+  ((TERM_MS < within)) || fail "the child got SIGTERM $TERM_MS ms after $what (expected within $within ms)"
+}
+
 # run_guard ARGS...: runs instance-guard in the foreground; sets $EXIT_CODE,
 # $ELAPSED_MS, and keeps stderr in $WORK/last.err, stdout in $WORK/last.out.
 run_guard() {

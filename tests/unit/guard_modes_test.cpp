@@ -517,6 +517,31 @@ class NativeLeaseTest : public ModesTest {
   }
 };
 
+// A store whose servers must agree on a lock (an etcd cluster) says so in
+// its capabilities; the guarantee line carries its words, once.
+class AgreeingStore final : public StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  Capabilities capabilities() override {
+    Capabilities caps = StoreWrapper::capabilities();
+    caps.agreement = "a majority (2 of 3) must agree";
+    return caps;
+  }
+};
+
+TEST_F(NativeLeaseTest, TheGuaranteeLineNamesWhatTheStoresServersMustAgreeOn) {
+  store = std::make_shared<FailingStore>(std::make_shared<AgreeingStore>(memory));
+  auto g = guard("a", Mode::automatic);
+  for (int round = 0; round < 2; ++round) {
+    auto a = g.claim().value();
+    const std::string line(a.guarantee());
+    EXPECT_NE(line.find("store's own lock"), std::string::npos) << line;
+    EXPECT_TRUE(line.ends_with("; a majority (2 of 3) must agree")) << line;
+    EXPECT_EQ(line.find("agree"), line.rfind("agree")) << line;
+    ASSERT_TRUE(a.stand_down());
+  }
+}
+
 TEST_F(NativeLeaseTest, TheStoresLockDecidesWhoHolds) {
   auto a = guard("a", Mode::automatic).claim().value();
   EXPECT_EQ(a.mode(), Mode::exclusive);

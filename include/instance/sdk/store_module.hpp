@@ -28,7 +28,7 @@
 // only with a core of the same kStoreModuleAbi. The registry reads the
 // `abi` member first (it is the first member, in every version) and refuses
 // a module of another ABI with a message naming both. Change kStoreModuleAbi
-// whenever Store, OpenOptions, Error, Logger, Clock, StartupBudget or
+// whenever Store (and Capabilities), OpenOptions, Error, Logger, Clock, StartupBudget or
 // StoreModule change their layout or virtual functions.
 #pragma once
 
@@ -44,7 +44,7 @@
 
 namespace instance {
 
-inline constexpr std::uint32_t kStoreModuleAbi = 4;
+inline constexpr std::uint32_t kStoreModuleAbi = 5;
 
 struct StoreModule {
   // Always the first member: the registry reads it before anything else.

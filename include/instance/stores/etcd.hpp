@@ -31,6 +31,20 @@
 // The time granted is the TTL the grant and each keep-alive answered (etcd
 // raises a TTL below its minimum).
 //
+// Endpoints: the store talks to one member at a time, the one that answered
+// last. An attempt that gets no answer (connection refused, reset, timed
+// out) or an answer a retry may cure from elsewhere (Unavailable, "not
+// leader", "leader changed", a proposal timed out) moves the next attempt
+// to the next endpoint in the list, round the list as often as the
+// operation's retry deadline allows; an error after every endpoint failed
+// names each one tried and what it said. A lease belongs to the cluster,
+// not to the member that granted it, so a keep-alive sent to another member
+// renews the same lease and a holder keeps its lock across the switch. A
+// member cut off from the majority answers nothing that needs agreement,
+// so a claim survives a switch only while a majority of the members is up:
+// without one, renewals fail and the guard fences itself within its ttl
+// (capabilities().agreement says so in the guarantee line).
+//
 // Requests: one libcurl handle per store, reused under a mutex (one
 // keep-alive connection, requests serialised). Transport failures and
 // gRPC Unavailable / DeadlineExceeded answers are retried with exponential
@@ -62,6 +76,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "instance/clock.hpp"
 #include "instance/error.hpp"
@@ -74,9 +89,11 @@
 namespace instance {
 
 struct EtcdStoreOptions {
-  // http:// or https:// URL of one etcd client endpoint, no path:
-  // "http://127.0.0.1:2379".
-  std::string endpoint;
+  // http:// or https:// URLs of the cluster's client endpoints, no path:
+  // {"http://10.0.0.1:2379", "http://10.0.0.2:2379"}; one at least, all of
+  // one scheme. Requests go to one of them and move to the next when it
+  // does not answer or answers that it cannot serve (see "Endpoints" above).
+  std::vector<std::string> endpoints;
   // Every key lives under this etcd key prefix: '/' followed by '/'-separated
   // segments of [A-Za-z0-9._~-] ("." and ".." refused), no trailing '/'.
   std::string prefix = "/instance-guard";
@@ -109,8 +126,10 @@ struct EtcdStoreOptions {
 };
 
 // Parses a store URL into options:
-//   etcd://host[:port][/prefix]    -> http://host[:port] (port default 2379)
-//   etcds://host[:port][/prefix]   -> https://host[:port]
+//   etcd://host[:port][,host[:port]...][/prefix]  -> http://host:port, ...
+//   etcds://host[:port][,host[:port]...][/prefix] -> https://host:port, ...
+// (port 2379 by default; an IPv6 address in brackets, [::1]:2379); a bad
+// entry is named by its place in the list, an entry given twice refused.
 // Credentials: a password from options.password_file or
 // INSTANCE_GUARD_PASSWORD with the user from options.user,
 // INSTANCE_GUARD_USER or the URL's user name; or a token from

@@ -146,6 +146,9 @@ Errc map_grpc(const GatewayError& error) {
       }
       return Errc::invalid;
     case Grpc::failed_precondition:
+      // A member that lost its leadership mid-request: another may serve it.
+      if (error.message.find("not leader") != std::string::npos) return Errc::unavailable;
+      return Errc::invalid;
     case Grpc::out_of_range:
       return Errc::invalid;
     case Grpc::cancelled:
@@ -161,7 +164,9 @@ Errc map_grpc(const GatewayError& error) {
 
 bool is_retryable(const GatewayError& error) {
   return error.code == Grpc::unavailable || error.code == Grpc::deadline_exceeded ||
-         error.code == Grpc::aborted;
+         error.code == Grpc::aborted ||
+         (error.code == Grpc::failed_precondition &&
+          error.message.find("not leader") != std::string::npos);
 }
 
 }  // namespace instance::etcd

@@ -66,7 +66,10 @@ std::optional<GatewayError> parse_gateway_error(std::string_view body);
 // uses for a wrong password) -> permission, and so on.
 Errc map_grpc(const GatewayError& error);
 
-// True for answers a retry may cure: Unavailable, DeadlineExceeded, Aborted.
+// True for answers a retry may cure, on this member or another:
+// Unavailable (no leader, leader changed, request timed out, server
+// stopped), DeadlineExceeded, Aborted, and FailedPrecondition "etcdserver:
+// not leader" (mapped to Errc::unavailable).
 bool is_retryable(const GatewayError& error);
 
 }  // namespace instance::etcd

@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <expected>
 #include <fstream>
+#include <string>
 
 #include "instance/sdk/credentials.hpp"
 #include "instance/stores/etcd.hpp"
@@ -13,6 +15,53 @@ namespace {
 constexpr std::string_view kPasswordAdvice =
     "give it with --password-file or INSTANCE_GUARD_PASSWORD (user with --user or "
     "INSTANCE_GUARD_USER)";
+
+// One entry of the authority's comma-separated list, host[:port] or
+// [v6]:port, as "host:port" (etcd's client port 2379 when none is given);
+// or why it cannot be one.
+std::expected<std::string, std::string_view> endpoint_of(std::string_view entry) {
+  constexpr std::string_view no_host = "no host";
+  constexpr std::string_view bad_host =
+      "the host must be a name or address of [A-Za-z0-9._-], or an IPv6 address in brackets";
+  constexpr std::string_view bad_port = "the port must be a number from 1 to 65535";
+  if (entry.empty() || entry.starts_with(':')) return std::unexpected(no_host);
+  std::string_view host = entry;
+  std::string_view port;
+  if (entry.starts_with('[')) {
+    const auto close = entry.find(']');
+    if (close == std::string_view::npos || close == 1) return std::unexpected(bad_host);
+    host = entry.substr(0, close + 1);
+    const auto after = entry.substr(close + 1);
+    if (!after.empty()) {
+      if (!after.starts_with(':')) return std::unexpected(bad_host);
+      port = after.substr(1);
+      if (port.empty()) return std::unexpected(bad_port);
+    }
+    const auto inside = host.substr(1, host.size() - 2);
+    if (!std::ranges::all_of(
+            inside, [](unsigned char c) { return std::isxdigit(c) || c == ':' || c == '.'; })) {
+      return std::unexpected(bad_host);
+    }
+  } else {
+    if (const auto colon = entry.find(':'); colon != std::string_view::npos) {
+      host = entry.substr(0, colon);
+      port = entry.substr(colon + 1);
+      if (port.empty()) return std::unexpected(bad_port);
+    }
+    if (!std::ranges::all_of(host, [](unsigned char c) {
+          return std::isalnum(c) || c == '.' || c == '-' || c == '_';
+        })) {
+      return std::unexpected(bad_host);
+    }
+  }
+  if (port.empty()) return std::string(host) + ":2379";  // etcd's client port
+  if (port.size() > 5 ||
+      !std::ranges::all_of(port, [](unsigned char c) { return std::isdigit(c); }))
+    return std::unexpected(bad_port);
+  const int number = std::stoi(std::string(port));
+  if (number < 1 || number > 65535) return std::unexpected(bad_port);
+  return std::string(host) + ":" + std::string(port);
+}
 
 }  // namespace
 
@@ -31,19 +80,32 @@ Result<EtcdStoreOptions> parse_etcd_url(std::string_view url, const OpenOptions&
   const std::string_view authority = parts->authority;
   const std::string_view path = parts->path;
   auto url_user = std::move(parts->user);
-  std::string host_port(authority);
-  const auto close = host_port.rfind(']');
-  const auto colon = host_port.rfind(':');
-  if (colon == std::string::npos || (close != std::string::npos && colon < close)) {
-    host_port += ":2379";  // etcd's client port
-  } else if (colon + 1 == host_port.size() ||
-             !std::all_of(host_port.begin() + static_cast<std::ptrdiff_t>(colon) + 1,
-                          host_port.end(), [](unsigned char c) { return std::isdigit(c); })) {
-    return invalid_store_url(url, "the port must be a number");
-  }
 
   EtcdStoreOptions out;
-  out.endpoint = (scheme == "etcds" ? "https://" : "http://") + host_port;
+  const std::string base = scheme == "etcds" ? "https://" : "http://";
+  std::size_t from = 0;
+  for (int number = 1;; ++number) {
+    const auto comma = authority.find(',', from);
+    const auto entry =
+        authority.substr(from, comma == std::string_view::npos ? authority.npos : comma - from);
+    auto host_port = endpoint_of(entry);
+    if (!host_port) {
+      // One endpoint: the message says what is wrong; several: which one.
+      const bool several = comma != std::string_view::npos || number > 1;
+      return invalid_store_url(url, several ? "endpoint " + std::to_string(number) + " (\"" +
+                                                  std::string(entry) +
+                                                  "\"): " + std::string(host_port.error())
+                                            : std::string(host_port.error()));
+    }
+    std::string endpoint = base + *host_port;
+    if (std::ranges::find(out.endpoints, endpoint) != out.endpoints.end()) {
+      return invalid_store_url(url, "endpoint " + std::to_string(number) + " (\"" +
+                                        std::string(entry) + "\") is given twice");
+    }
+    out.endpoints.push_back(std::move(endpoint));
+    if (comma == std::string_view::npos) break;
+    from = comma + 1;
+  }
   std::string prefix(path);
   while (prefix.ends_with('/')) prefix.pop_back();
   if (!prefix.empty()) {

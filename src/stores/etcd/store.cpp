@@ -1,6 +1,7 @@
 // The etcd store: documents, conditional writes and native leases over the
 // etcd v3 JSON gateway (see include/instance/stores/etcd.hpp).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -154,8 +155,11 @@ class EtcdStore final : public Store {
   }
 
   Capabilities capabilities() override {
-    return {
-        .versions = true, .conditional_writes = true, .native_lease = true, .server_clock = true};
+    return {.versions = true,
+            .conditional_writes = true,
+            .native_lease = true,
+            .server_clock = true,
+            .agreement = agreement()};
   }
 
   Result<Document> get(const Key& key) override {
@@ -453,18 +457,65 @@ class EtcdStore final : public Store {
                {{"ID", std::to_string(lease)}}, kMaxSmallReply);
   }
 
+  // The guarantee line's words for this cluster, from its member list (asked
+  // once: one attempt per endpoint, 1 s each at most, until one answers),
+  // or from the store URL when no member answered.
+  std::string agreement() {
+    std::lock_guard lock(topology_mu_);
+    if (!topology_asked_) {
+      topology_asked_ = true;
+      members_ = member_count();
+    }
+    const std::size_t named = options_.endpoints.size();
+    if (members_ == 1) {
+      return "one etcd member, no replica: a claim lasts while that member answers";
+    }
+    if (members_ > 1) {
+      return "etcd cluster (" + std::to_string(members_) + " members, " + std::to_string(named) +
+             " in the store URL): a majority (" + std::to_string(members_ / 2 + 1) +
+             ") must agree on every lock and renewal; without one the holder fences itself "
+             "within its ttl";
+    }
+    if (named == 1) return std::string();
+    return "etcd cluster (" + std::to_string(named) +
+           " endpoints in the store URL; its size not learnt): a majority of its members must "
+           "agree on every lock and renewal; without one the holder fences itself within its ttl";
+  }
+
+  // The cluster's voting members, 0 when no endpoint answered.
+  std::size_t member_count() {
+    const auto timeout = std::min(timeouts_.get().request_timeout, std::chrono::milliseconds(1000));
+    for (std::size_t tried = 0; tried < options_.endpoints.size(); ++tried) {
+      const std::size_t index = (current_.load() + tried) % options_.endpoints.size();
+      const std::string& endpoint = options_.endpoints[index];
+      auto auth = authorization(endpoint, timeout);
+      if (!auth) continue;
+      const auto reply =
+          post(endpoint, "/v3/cluster/member/list", "{}", *auth, timeout, kMaxSmallReply);
+      if (!reply.transport_ok() || reply.status != 200) continue;
+      const auto j = parse_reply(reply.body);
+      if (!j || !j->contains("members") || !(*j)["members"].is_array()) continue;
+      // Learners (etcd 3.4) take no part in the vote.
+      return static_cast<std::size_t>(std::ranges::count_if((*j)["members"], [](const json& m) {
+        return !(m.is_object() && m.value("isLearner", false));
+      }));
+    }
+    return 0;
+  }
+
   bool uses_password() const { return options_.token.empty() && !options_.user.empty(); }
 
   // The Authorization value for the next request; logs in first when a
   // password is configured. On failure, the error says whether to retry.
-  net::Attempt<std::string> authorization(std::chrono::milliseconds timeout) {
+  net::Attempt<std::string> authorization(const std::string& endpoint,
+                                          std::chrono::milliseconds timeout) {
     if (!options_.token.empty()) return options_.token;
     if (!uses_password()) return std::string();
     std::lock_guard lock(auth_mu_);
     if (!token_.empty() || auth_disabled_) return token_;
     const std::string what = "etcd authenticate as " + printable(options_.user) + " at " + shown_;
     const std::string body = json{{"name", options_.user}, {"password", options_.password}}.dump();
-    const auto reply = post("/v3/auth/authenticate", body, "", timeout, kMaxSmallReply);
+    const auto reply = post(endpoint, "/v3/auth/authenticate", body, "", timeout, kMaxSmallReply);
     if (reply.transport_ok() && reply.status == 200) {
       const auto j = parse_reply(reply.body);
       if (!j || !j->contains("token") || !(*j)["token"].is_string() ||
@@ -495,10 +546,11 @@ class EtcdStore final : public Store {
 
   // POSTs `body` (JSON) to endpoint + path ("/v3/kv/range"), with
   // "Authorization: <authorization>" when that is not empty.
-  net::Response post(std::string_view path, std::string_view body, std::string_view authorization,
-                     std::chrono::milliseconds timeout, std::size_t max_body) {
+  net::Response post(const std::string& endpoint, std::string_view path, std::string_view body,
+                     std::string_view authorization, std::chrono::milliseconds timeout,
+                     std::size_t max_body) {
     net::Request request{.method = "POST",
-                         .url = options_.endpoint + std::string(path),
+                         .url = endpoint + std::string(path),
                          .headers = {"Content-Type: application/json"},
                          .body = body,
                          .has_body = true,
@@ -520,9 +572,21 @@ class EtcdStore final : public Store {
     return reply;
   }
 
+  // Whether a failure is one another member may not share: no answer at
+  // all, or an answer that this member cannot serve the request now (no
+  // leader, not the leader, a timeout inside the cluster, a 5xx).
+  static bool try_elsewhere(const net::Response& reply, const Classified& c) {
+    if (!reply.transport_ok()) return true;
+    if (c.gateway) return etcd::is_retryable(*c.gateway);
+    return c.failure.retryable;
+  }
+
   // Sends one request, retrying what a retry may cure until retry_deadline
-  // (instance/sdk/attempts.hpp). A simple token that expired (5 minutes by default)
-  // is renewed once, within the attempt.
+  // (instance/sdk/attempts.hpp). Each attempt goes to the endpoint that
+  // answered last; one that failed in a way another member may not share
+  // moves the next attempt to the next endpoint. A simple token that
+  // expired (5 minutes by default) or that this member does not know is
+  // renewed once per attempt.
   Result<Reply> call(const std::string& what, std::string_view path, const json& body,
                      std::size_t max_body) {
     const std::string payload = body.dump();
@@ -531,12 +595,21 @@ class EtcdStore final : public Store {
                                       .max_backoff = options_.max_backoff,
                                       .deadline = timeouts.retry_deadline},
                             .request_timeout = timeouts.request_timeout};
-    bool logged_in_again = false;
+    const std::size_t count = options_.endpoints.size();
+    // What each endpoint said last in this operation, for the final error.
+    std::vector<std::string> said(count);
     auto attempt = [&](const net::AttemptInfo& info) -> net::Attempt<json> {
+      const std::size_t index = current_.load() % count;
+      const std::string& endpoint = options_.endpoints[index];
+      bool logged_in_again = false;
       while (true) {
-        auto auth = authorization(info.timeout);
-        if (!auth) return std::unexpected(std::move(auth.error()));
-        const auto reply = post(path, payload, *auth, info.timeout, max_body);
+        auto auth = authorization(endpoint, info.timeout);
+        if (!auth) {
+          note(said[index], auth.error().error.message, what);
+          if (auth.error().retryable) move_on(index);
+          return std::unexpected(std::move(auth.error()));
+        }
+        const auto reply = post(endpoint, path, payload, *auth, info.timeout, max_body);
         Classified c;
         if (reply.transport_ok() && reply.status == 200) {
           auto j = parse_reply(reply.body);
@@ -557,6 +630,8 @@ class EtcdStore final : public Store {
           forget_token(*auth);
           continue;
         }
+        note(said[index], c.failure.error.message, what);
+        if (try_elsewhere(reply, c)) move_on(index);
         return std::unexpected(std::move(c.failure));
       }
     };
@@ -565,9 +640,49 @@ class EtcdStore final : public Store {
       Error error = std::move(done.result.error().error);
       if (done.gave_up)
         error.message += " (gave up after " + std::to_string(done.attempts) + " attempts)";
+      if (count > 1) error.message += endpoints_tried(said);
       return std::unexpected(std::move(error));
     }
     return Reply{std::move(*done.result), done.may_have_applied_before};
+  }
+
+  // The next attempt goes to the endpoint after `failed`, unless another
+  // thread has moved on already.
+  void move_on(std::size_t failed) {
+    std::size_t expected = failed;
+    if (options_.endpoints.size() > 1 &&
+        current_.compare_exchange_strong(expected, (failed + 1) % options_.endpoints.size()) &&
+        options_.logger) {
+      options_.logger->debug(
+          "etcd endpoint failed; trying the next one",
+          {{"store", shown_},
+           {"failed", options_.endpoints[failed]},
+           {"next", options_.endpoints[(failed + 1) % options_.endpoints.size()]}});
+    }
+  }
+
+  // Keeps an attempt's failure without the operation's own words in front.
+  static void note(std::string& slot, std::string_view message, const std::string& what) {
+    if (message.starts_with(what) && message.substr(what.size()).starts_with(": ")) {
+      message.remove_prefix(what.size() + 2);
+    }
+    slot = std::string(message);
+  }
+
+  // "; endpoints tried: http://a:2379 (no reply ...), http://b:2379 (...);
+  // not reached in time: http://c:2379"
+  std::string endpoints_tried(const std::vector<std::string>& said) const {
+    std::string tried;
+    std::string untried;
+    for (std::size_t i = 0; i < said.size(); ++i) {
+      std::string& list = said[i].empty() ? untried : tried;
+      list += (list.empty() ? "" : ", ") + options_.endpoints[i];
+      if (!said[i].empty()) list += " (" + said[i] + ")";
+    }
+    std::string out;
+    if (!tried.empty()) out += "; endpoints tried: " + tried;
+    if (!untried.empty()) out += "; not reached in time: " + untried;
+    return out;
   }
 
   EtcdStoreOptions options_;
@@ -575,6 +690,10 @@ class EtcdStore final : public Store {
   std::string shown_;
   TunedTimeouts timeouts_;           // retry_deadline, request_timeout, max_clock_skew (tune())
   net::ServerDateCheck date_check_;  // warns once about the server's clock
+  std::mutex topology_mu_;
+  bool topology_asked_ = false;  // guarded by topology_mu_
+  std::size_t members_ = 0;      // the member list's size, 0 unknown; guarded by topology_mu_
+  std::atomic<std::size_t> current_{0};  // the endpoint that answered last (or to try next)
   std::mutex auth_mu_;
   std::string token_;           // from /v3/auth/authenticate; guarded by auth_mu_
   bool auth_disabled_ = false;  // guarded by auth_mu_
@@ -600,17 +719,28 @@ bool valid_prefix(std::string_view prefix) {
 }  // namespace
 
 Result<std::shared_ptr<Store>> make_etcd_store(EtcdStoreOptions options) {
-  const std::string_view endpoint = options.endpoint;
-  const bool https = endpoint.starts_with("https://");
-  if (!https && !endpoint.starts_with("http://")) {
-    return fail(Errc::invalid,
-                "etcd endpoint " + redact_url(endpoint) + ": must start with http:// or https://");
+  if (options.endpoints.empty()) {
+    return fail(Errc::invalid, "etcd: no endpoint given (http://host:port or https://host:port)");
   }
-  const auto authority = endpoint.substr(https ? 8 : 7);
-  if (authority.empty() || authority.find_first_of("/?#@") != std::string_view::npos ||
-      std::ranges::any_of(authority, [](unsigned char c) { return c <= 0x20 || c >= 0x7F; })) {
-    return fail(Errc::invalid, "etcd endpoint " + redact_url(endpoint) +
-                                   ": must be scheme://host:port, without user, path or query");
+  const bool https = options.endpoints.front().starts_with("https://");
+  std::string authorities;
+  for (const std::string& endpoint : options.endpoints) {
+    const bool this_https = endpoint.starts_with("https://");
+    if (!this_https && !endpoint.starts_with("http://")) {
+      return fail(Errc::invalid, "etcd endpoint " + redact_url(endpoint) +
+                                     ": must start with http:// or https://");
+    }
+    if (this_https != https) {
+      return fail(Errc::invalid, "etcd endpoint " + redact_url(endpoint) +
+                                     ": every endpoint must use the same scheme (http or https)");
+    }
+    const auto authority = std::string_view(endpoint).substr(https ? 8 : 7);
+    if (authority.empty() || authority.find_first_of("/?#@,") != std::string_view::npos ||
+        std::ranges::any_of(authority, [](unsigned char c) { return c <= 0x20 || c >= 0x7F; })) {
+      return fail(Errc::invalid, "etcd endpoint " + redact_url(endpoint) +
+                                     ": must be scheme://host:port, without user, path or query");
+    }
+    authorities += (authorities.empty() ? "" : ",") + std::string(authority);
   }
   if (!valid_prefix(options.prefix)) {
     return fail(Errc::invalid,
@@ -636,12 +766,12 @@ Result<std::shared_ptr<Store>> make_etcd_store(EtcdStoreOptions options) {
   if (auto ok = net::check_tls_files(tls); !ok) return std::unexpected(ok.error());
   if (options.insecure && options.logger) {
     options.logger->warn("TLS verification is off for the etcd store (--insecure)",
-                         {{"store", std::string(endpoint)}});
+                         {{"store", authorities}});
   }
   if (!options.clock) options.clock = system_clock();
   auto http = net::Client::create({.tls = tls, .connect_timeout = options.connect_timeout});
   if (!http) return std::unexpected(http.error());
-  std::string shown = (https ? "etcds://" : "etcd://") + std::string(authority) + options.prefix;
+  std::string shown = (https ? "etcds://" : "etcd://") + authorities + options.prefix;
   return std::make_shared<EtcdStore>(std::move(options), std::move(*http), std::move(shown));
 }
 

@@ -81,6 +81,12 @@ TEST(EtcdCodec, GatewayErrorsMapOntoCodes) {
   EXPECT_EQ(map_grpc(unavailable), Errc::unavailable);
   EXPECT_TRUE(is_retryable(unavailable));
   EXPECT_FALSE(is_retryable(parse(R"({"message":"x","code":5})")));
+  // A member that stopped being the leader: another member may answer.
+  const auto not_leader = parse(R"({"message":"etcdserver: not leader","code":9})");
+  EXPECT_EQ(map_grpc(not_leader), Errc::unavailable);
+  EXPECT_TRUE(is_retryable(not_leader));
+  EXPECT_FALSE(is_retryable(parse(R"({"message":"other precondition","code":9})")));
+  EXPECT_TRUE(is_retryable(parse(R"({"message":"etcdserver: leader changed","code":14})")));
   EXPECT_EQ(parse(R"({"error":"only error","code":5})").message, "only error");
   EXPECT_EQ(parse_gateway_error("not json"), std::nullopt);
   EXPECT_EQ(parse_gateway_error(R"({"code":"5"})"), std::nullopt);

@@ -38,7 +38,7 @@ StoreFactory etcd_auth() {
           .unreachable =
               [](const StoreEnv& env) {
                 auto options = options_on(EtcdServer::with_auth(), env);
-                options.endpoint = "http://127.0.0.1:" + std::to_string(free_port());
+                options.endpoints = {"http://127.0.0.1:" + std::to_string(free_port())};
                 options.retry_deadline = 100ms;
                 return make_etcd_store(options).value();
               }};

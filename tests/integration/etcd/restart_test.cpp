@@ -26,17 +26,8 @@ TEST(EtcdRestart, TheHolderRenewsAfterTheServerComesBack) {
   options.retry_deadline = 2s;  // a renewal against a stopped server fails soon
   auto store = make_etcd_store(options).value();
 
-  auto clock = std::make_shared<FakeClock>();
-  auto scheduler = std::make_shared<ManualScheduler>(clock);
-  auto logger = std::make_shared<CapturingLogger>();
   // The lease's TTL runs on the server's real clock: 30 s outlasts the restart.
-  auto guard = Guard::create(store, {.ttl = 30s,
-                                     .id = "holder",
-                                     .clock = clock,
-                                     .scheduler = scheduler,
-                                     .logger = logger,
-                                     .mode = Mode::exclusive})
-                   .value();
+  auto [clock, scheduler, logger, guard] = manual_guard(store, 30s, "holder");
   auto claim = guard.claim();
   ASSERT_TRUE(claim) << claim.error().error.message;
   const auto first_epoch = claim->epoch().value();

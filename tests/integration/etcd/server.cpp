@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <mutex>
 #include <sstream>
 
@@ -146,7 +147,8 @@ std::string EtcdServer::fresh_prefix() {
 
 EtcdStoreOptions EtcdServer::options(std::string prefix) const {
   EtcdStoreOptions o;
-  o.endpoint = (config_.tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_);
+  o.endpoints = {(config_.tls ? "https://127.0.0.1:" : "http://127.0.0.1:") +
+                 std::to_string(port_)};
   if (config_.tls) o.ca_file = ca_file();
   if (config_.client_cert_auth) {
     o.client_cert = client_cert();
@@ -163,6 +165,77 @@ EtcdStoreOptions EtcdServer::options(std::string prefix) const {
 std::shared_ptr<Store> EtcdServer::store(std::string prefix) const {
   if (!running()) return nullptr;
   return make_etcd_store(options(std::move(prefix))).value();
+}
+
+ManualGuard manual_guard(std::shared_ptr<Store> store, Duration ttl, std::string id,
+                         std::shared_ptr<CapturingLogger> logger) {
+  auto clock = std::make_shared<FakeClock>();
+  auto scheduler = std::make_shared<ManualScheduler>(clock);
+  if (!logger) logger = std::make_shared<CapturingLogger>();
+  auto guard = Guard::create(std::move(store), {.ttl = ttl,
+                                                .id = std::move(id),
+                                                .clock = clock,
+                                                .scheduler = scheduler,
+                                                .logger = logger,
+                                                .mode = Mode::exclusive})
+                   .value();
+  return ManualGuard{clock, scheduler, logger, std::move(guard)};
+}
+
+EtcdCluster::EtcdCluster() {
+  char dir_template[] = "/tmp/instance-guard-etcd-cluster-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr) return;
+  dir_ = dir_template;
+  const auto out = dir_ / "start.out";
+  for (int attempt = 0; attempt < 3 && !running(); ++attempt) {
+    if (run("WATCH_PID=" + std::to_string(::getpid()) + " " + script("start") + " > " +
+            shell_quote(out.string()) + " 2>&1") != 0) {
+      std::cerr << "etcd cluster start attempt " << attempt << " failed\n";
+      if (!etcd_missing().empty()) return;
+      continue;
+    }
+    std::istringstream lines(read_file(out));
+    for (std::string line; std::getline(lines, line);) {
+      if (line.starts_with("http://")) urls_.push_back(line);
+    }
+  }
+  if (!running()) ADD_FAILURE() << "could not start the etcd cluster: " << read_file(out);
+}
+
+EtcdCluster::~EtcdCluster() {
+  if (dir_.empty()) return;
+  run(script("stop") + " >/dev/null 2>&1");
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+std::string EtcdCluster::script(const std::string& command, const std::string& args) const {
+  return "bash " + shell_quote(std::string(INSTANCE_TEST_SERVERS_DIR) + "/etcd_cluster.sh") + " " +
+         command + " " + shell_quote(dir_.string()) + " " + args;
+}
+
+std::string EtcdCluster::store_url(const std::vector<int>& order, const std::string& prefix) const {
+  std::string out = "etcd://";
+  for (int i : order) {
+    if (out.size() > 7) out += ",";
+    out += urls_.at(static_cast<std::size_t>(i - 1)).substr(7);
+  }
+  return out + prefix;
+}
+
+void EtcdCluster::stop_member(int i, bool crash) {
+  run(script("stop-member", std::to_string(i) + (crash ? " KILL" : "")) + " >/dev/null 2>&1");
+}
+
+bool EtcdCluster::start_member(int i) {
+  return run("WATCH_PID=" + std::to_string(::getpid()) + " " +
+             script("start-member", std::to_string(i)) + " >/dev/null 2>&1") == 0;
+}
+
+int EtcdCluster::leader() const {
+  const auto out = dir_ / "leader.out";
+  if (run(script("leader") + " > " + shell_quote(out.string()) + " 2>/dev/null") != 0) return 0;
+  return std::atoi(read_file(out).c_str());
 }
 
 }  // namespace instance::testing

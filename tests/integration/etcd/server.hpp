@@ -14,8 +14,12 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "instance/guard.hpp"
 #include "instance/stores/etcd.hpp"
+#include "instance/testing.hpp"
+#include "support/test_support.hpp"
 
 namespace instance::testing {
 
@@ -66,6 +70,47 @@ class EtcdServer {
   int port_ = 0;
   int peer_port_ = 0;
 };
+
+// A three-member etcd cluster of a test's own, from
+// tests/integration/servers/etcd_cluster.sh on free loopback ports, stopped
+// (folder removed) by the destructor; the script's watchdog stops it too if
+// the executable dies first. Members are numbered 1 to 3.
+class EtcdCluster {
+ public:
+  EtcdCluster();
+  ~EtcdCluster();
+  EtcdCluster(const EtcdCluster&) = delete;
+  EtcdCluster& operator=(const EtcdCluster&) = delete;
+
+  bool running() const { return urls_.size() == 3; }
+  const std::vector<std::string>& urls() const { return urls_; }  // member i at [i - 1]
+  // "etcd://127.0.0.1:A,127.0.0.1:B,127.0.0.1:C<prefix>" in the order given.
+  std::string store_url(const std::vector<int>& order, const std::string& prefix) const;
+  // Member i stopped (TERM; `crash`: KILL), keeping its data; started again,
+  // waiting until it serves (which needs a majority up).
+  void stop_member(int i, bool crash = false);
+  bool start_member(int i);
+  // The leader's number, 0 when none answers as one.
+  int leader() const;
+
+ private:
+  // The script's command line: COMMAND DIR ARGS.
+  std::string script(const std::string& command, const std::string& args = "") const;
+  std::filesystem::path dir_;
+  std::vector<std::string> urls_;
+};
+
+// An exclusive guard on `store` whose time is a FakeClock with a
+// ManualScheduler: its renewals run when the test advances `scheduler`,
+// never by sleeping (the leases still run on the server's real clock).
+struct ManualGuard {
+  std::shared_ptr<FakeClock> clock;
+  std::shared_ptr<ManualScheduler> scheduler;
+  std::shared_ptr<CapturingLogger> logger;
+  Guard guard;
+};
+ManualGuard manual_guard(std::shared_ptr<Store> store, Duration ttl, std::string id,
+                         std::shared_ptr<CapturingLogger> logger = nullptr);
 
 // Non-empty (naming the package) when /usr/bin/etcd is not installed.
 std::string etcd_missing();

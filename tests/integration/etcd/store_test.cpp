@@ -22,7 +22,7 @@ using namespace std::chrono_literals;
 class Raw {
  public:
   explicit Raw(const EtcdServer& server)
-      : endpoint_(server.options().endpoint), http_(net::Client::create({}).value()) {}
+      : endpoint_(server.options().endpoints.front()), http_(net::Client::create({}).value()) {}
   void put(const std::string& k, const std::string& value) {
     const nlohmann::json body = {{"key", etcd::base64_encode(k)},
                                  {"value", etcd::base64_encode(value)}};
@@ -190,7 +190,7 @@ TEST_F(EtcdStoreTest, AnOversizedStoredValueReadsAsMalformed) {
 
 TEST(EtcdUnreachable, FailsAsUnavailableNamingTheEndpointAfterRetries) {
   EtcdStoreOptions options;
-  options.endpoint = "http://127.0.0.1:9";  // discard: nobody listens on loopback
+  options.endpoints = {"http://127.0.0.1:9"};  // discard: nobody listens on loopback
   options.retry_deadline = 300ms;
   auto s = make_etcd_store(options).value();
   const auto start = std::chrono::steady_clock::now();
@@ -202,6 +202,35 @@ TEST(EtcdUnreachable, FailsAsUnavailableNamingTheEndpointAfterRetries) {
       << doc.error().message;
   EXPECT_NE(doc.error().message.find("attempts"), std::string::npos) << doc.error().message;
   EXPECT_LT(took, 3s);
+}
+
+TEST(EtcdUnreachable, SeveralEndpointsFailNamingEachOneTried) {
+  EtcdStoreOptions options;
+  options.endpoints = {"http://127.0.0.1:9", "http://127.0.0.1:" + std::to_string(free_port())};
+  options.retry_deadline = 300ms;
+  auto s = make_etcd_store(options).value();
+  auto doc = s->get(key("instances/a"));
+  ASSERT_FALSE(doc);
+  EXPECT_EQ(doc.error().code, Errc::unavailable) << doc.error().message;
+  const auto& m = doc.error().message;
+  EXPECT_NE(m.find("endpoints tried: "), std::string::npos) << m;
+  for (const auto& e : options.endpoints)
+    EXPECT_NE(m.find(e + " (no reply"), std::string::npos) << m;
+}
+
+TEST_F(EtcdStoreTest, ADeadEndpointFirstInTheListIsPassedOver) {
+  auto options = server().options(prefix_);
+  options.endpoints.insert(options.endpoints.begin(),
+                           "http://127.0.0.1:" + std::to_string(free_port()));
+  auto logger = std::make_shared<CapturingLogger>();
+  options.logger = logger;
+  auto s = make_etcd_store(options).value();
+  ASSERT_TRUE(s->replace(key("instances/a"), "past a dead member"));
+  EXPECT_TRUE(logger->contains("trying the next one"));
+  auto lock = s->lock(key("instances.lock"), 30s, "owner");
+  ASSERT_TRUE(lock) << lock.error().message;
+  EXPECT_TRUE(s->refresh_lock(key("instances.lock"), lock->token, 30s));
+  EXPECT_TRUE(s->unlock(key("instances.lock"), lock->token));
 }
 
 TEST(EtcdTls, EtcdsVerifiesTheServerWithTheGivenCa) {

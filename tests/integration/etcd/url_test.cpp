@@ -24,7 +24,7 @@ OpenOptions with_env(std::map<std::string, std::string> env) {
 
 TEST(EtcdUrl, DefaultsToPort2379AndTheInstanceGuardPrefix) {
   auto o = parse_etcd_url("etcd://db.example", with_env({})).value();
-  EXPECT_EQ(o.endpoint, "http://db.example:2379");
+  EXPECT_EQ(o.endpoints, std::vector<std::string>{"http://db.example:2379"});
   EXPECT_EQ(o.prefix, "/instance-guard");
   EXPECT_TRUE(o.user.empty());
   EXPECT_TRUE(o.password.empty());
@@ -33,10 +33,62 @@ TEST(EtcdUrl, DefaultsToPort2379AndTheInstanceGuardPrefix) {
 
 TEST(EtcdUrl, TakesPortPrefixTlsAndIpv6) {
   auto o = parse_etcd_url("ETCDS://10.0.0.1:12379/apps/billing/", with_env({})).value();
-  EXPECT_EQ(o.endpoint, "https://10.0.0.1:12379");
+  EXPECT_EQ(o.endpoints, std::vector<std::string>{"https://10.0.0.1:12379"});
   EXPECT_EQ(o.prefix, "/apps/billing");
-  EXPECT_EQ(parse_etcd_url("etcd://[::1]:2380/x", with_env({}))->endpoint, "http://[::1]:2380");
-  EXPECT_EQ(parse_etcd_url("etcd://[::1]", with_env({}))->endpoint, "http://[::1]:2379");
+  EXPECT_EQ(parse_etcd_url("etcd://[::1]:2380/x", with_env({}))->endpoints.at(0),
+            "http://[::1]:2380");
+  EXPECT_EQ(parse_etcd_url("etcd://[::1]", with_env({}))->endpoints.at(0), "http://[::1]:2379");
+}
+
+TEST(EtcdUrl, TakesSeveralEndpointsInTheOrderGiven) {
+  auto o =
+      parse_etcd_url("etcd://127.0.0.1:23791,127.0.0.1:23792,127.0.0.1:23793/svc", with_env({}))
+          .value();
+  EXPECT_EQ(o.endpoints,
+            (std::vector<std::string>{"http://127.0.0.1:23791", "http://127.0.0.1:23792",
+                                      "http://127.0.0.1:23793"}));
+  EXPECT_EQ(o.prefix, "/svc");
+  auto mixed = parse_etcd_url("etcds://root@h1,[fd00::2]:2380,h3.example:12379",
+                              with_env({{"INSTANCE_GUARD_PASSWORD", "pw"}}))
+                   .value();
+  EXPECT_EQ(mixed.endpoints, (std::vector<std::string>{"https://h1:2379", "https://[fd00::2]:2380",
+                                                       "https://h3.example:12379"}));
+  EXPECT_EQ(mixed.user, "root");
+  EXPECT_EQ(mixed.prefix, "/instance-guard");
+}
+
+TEST(EtcdUrl, ABadEndpointInAListIsNamedByItsPlace) {
+  const struct {
+    const char* url;
+    const char* names;
+  } cases[] = {
+      {"etcd://h1:2379,h2:,h3/x", "endpoint 2 (\"h2:\"): the port must be a number"},
+      {"etcd://h1:2379,,h3/x", "endpoint 2 (\"\"): no host"},
+      {"etcd://h1,h2:99999", "endpoint 2 (\"h2:99999\"): the port must be a number"},
+      {"etcd://h1,h2,", "endpoint 3 (\"\"): no host"},
+      {"etcd://h1,[::1:2379", "endpoint 2 (\"[::1:2379\"): the host must be"},
+      {"etcd://h1,h!2", "endpoint 2 (\"h!2\"): the host must be"},
+      {"etcd://h1:2379,h1:2379", "endpoint 2 (\"h1:2379\") is given twice"},
+      {"etcd://h1,h1:2379", "endpoint 2 (\"h1:2379\") is given twice"},
+      {"etcd://h:0", "the port must be a number"},
+  };
+  for (const auto& c : cases) {
+    auto o = parse_etcd_url(c.url, with_env({}));
+    ASSERT_FALSE(o) << c.url;
+    EXPECT_EQ(o.error().code, Errc::invalid) << c.url;
+    EXPECT_NE(o.error().message.find(c.names), std::string::npos) << o.error().message;
+  }
+}
+
+TEST(EtcdUrl, SeveralEndpointsOpenOneStoreDescribedByThemAll) {
+  auto s = open_store("etcd://127.0.0.1:23791,127.0.0.1:23792/app", with_env({}));
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ((*s)->describe(), "etcd://127.0.0.1:23791,127.0.0.1:23792/app");
+  // Built directly, every endpoint is checked, and all share one scheme.
+  EXPECT_FALSE(make_etcd_store({}));
+  EXPECT_FALSE(make_etcd_store({.endpoints = {"http://a:1", "https://b:1"}}));
+  EXPECT_FALSE(make_etcd_store({.endpoints = {"http://a:1", "http://b:1/path"}}));
+  EXPECT_FALSE(make_etcd_store({.endpoints = {"http://a:1,b:1"}}));
 }
 
 TEST(EtcdUrl, RefusesWhatItCannotUse) {
