@@ -44,7 +44,9 @@ class ZookeeperServer {
   bool crash();    // SIGKILL
   bool restart();  // start again on the same port and data
   // SIGSTOP / SIGCONT: a server that neither answers nor expires sessions
-  // while paused, and on resuming expires those whose timeout passed.
+  // while paused. On resuming, it races: a client's reconnect read before the
+  // server's expiry thread runs revives a session whose timeout passed. To
+  // expire one client's session, cut that client off instead (FaultProxy).
   bool pause();
   bool resume();
 
