@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "instance/guard.hpp"
+#include "instance/history.hpp"
 #include "instance/open_store.hpp"
 #include "instance/record.hpp"
 #include "instance/stores/counting.hpp"
@@ -134,7 +135,7 @@ json counts_json(const RequestCounts& c) {
 // Removes every instance record, the lease document and the probe folder, so
 // each case starts from an empty store.
 void clear(Store& store) {
-  for (const char* prefix : {"instances", "instances.probe"}) {
+  for (const char* prefix : {"instances", "instances.probe", "history"}) {
     if (auto keys = store.list(K(prefix))) {
       for (const Key& k : *keys) (void)store.remove(k);
     }
@@ -190,7 +191,9 @@ Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, s
   // no conditional delete: the original's behaviour), by the other modes
   // only with a conditional delete.
   Expected e;
-  if (phase == "claim") {
+  if (phase == "history") {  // after the claim: list history/ (no tenure to close or prune)
+    e = {.lists = 1};
+  } else if (phase == "claim") {
     switch (mode) {
       case Mode::announce:  // list, read each, delete each stale, write
         e = {.lists = 1, .gets = n, .writes = 1, .removes = n};
@@ -209,6 +212,7 @@ Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, s
           e = {.lists = 1, .gets = 1 + n, .writes = 2, .removes = n};
         }
     }
+    e.writes += 1;  // the tenure, opened in the history
   } else if (phase == "renew") {
     switch (mode) {
       case Mode::announce:  // rewrite ours
@@ -226,6 +230,7 @@ Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, s
     } else {
       e = {.removes = 1};
     }
+    e.writes += 1;  // the tenure, closed
   }
   return e;
 }
@@ -266,6 +271,11 @@ bool count_requests(const Case& c, const Capabilities& caps, int n, bool first_l
   if (!guard) throw std::runtime_error(guard.error().message);
   if (first_lease) clear(*c.store);
   ensure_stale(*c.store, n, clock->wall());
+  // Earlier runs' tenures: none to prune, so the history's upkeep is one
+  // listing (pruning is measured by its own tests).
+  if (auto old = c.store->list(history_prefix())) {
+    for (const Key& k : *old) (void)c.store->remove(k);
+  }
 
   bool ok = true;
   auto report = [&](std::string_view phase, const RequestCounts& got) {
@@ -289,6 +299,10 @@ bool count_requests(const Case& c, const Capabilities& caps, int n, bool first_l
   auto claim = guard->claim();
   if (!claim) throw std::runtime_error("claim failed: " + claim.error().error.message);
   report("claim", counting->counts());
+  // The history's upkeep, due at once after the claim, off its path.
+  counting->reset();
+  scheduler->advance(0s);
+  report("history", counting->counts());
   // The renewal sees the store as the claim left it (stale records reaped
   // where the mode reaps them).
   counting->reset();

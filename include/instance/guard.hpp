@@ -116,6 +116,14 @@ struct GuardOptions {
   // way may finish: one request timeout more) and each of their retries is
   // logged at info. Must be at least 0.
   Duration startup_timeout = std::chrono::seconds(30);
+  // Tenure history (instance/history.hpp): each claim writes one tenure
+  // document under history/ when granted and once more when it ends, and
+  // closes the tenures of dead holders whose records it found; after the
+  // claim (off its path) the guard keeps the newest `history_keep` tenures.
+  // A history write that fails never fails a claim or a renewal: it is
+  // logged. history_keep must be at least 1.
+  bool history = true;
+  std::size_t history_keep = 200;
 };
 
 // The original's refusal message; ClaimError::error.message starts with it.

@@ -30,6 +30,9 @@ struct RunArgs {
   std::optional<std::string> wait;
   // --metrics-file: where the claim's metrics go (Prometheus text format).
   std::optional<std::string> metrics_file;
+  // --no-history, --history-keep N: the tenure history under history/.
+  bool no_history = false;
+  std::optional<std::size_t> history_keep;
   std::vector<std::string> command;
 };
 
@@ -56,5 +59,14 @@ struct ReleaseArgs {
 
 // `release`: removes one record; a live (or unreadable) one only with --force.
 int release_command(const ReleaseArgs& args, const std::shared_ptr<Logger>& logger);
+
+struct HistoryArgs {
+  StoreFlags store;
+  std::optional<std::string> since;  // --since DURATION: tenures that ended within it
+  bool json = false;
+  std::optional<std::string> svg;  // --svg FILE: the timeline picture
+};
+
+int history_command(const HistoryArgs& args, const std::shared_ptr<Logger>& logger);
 
 }  // namespace instance::cli

@@ -235,4 +235,21 @@ std::filesystem::path tool_module_folder() {
   return (bin / INSTANCE_TOOL_TO_STORE_MODULES).lexically_normal();
 }
 
+std::expected<std::shared_ptr<Store>, int> open_store_from_flags(
+    const StoreFlags& flags, Logger& log, const std::shared_ptr<Logger>& logger, bool read_only) {
+  auto url = resolve_store_url(flags, "", process_environment());
+  if (!url) {
+    log.error(url.error().message);
+    return std::unexpected(url.error().exit_code);
+  }
+  auto options = open_options(flags, logger);
+  options.read_only = read_only;
+  auto store = open_store(*url, options);
+  if (!store) {
+    log.error(store.error().message, {{"store", redact_url(*url)}});
+    return std::unexpected(exit_code_for(store.error().code));
+  }
+  return *store;
+}
+
 }  // namespace instance::cli

@@ -133,4 +133,12 @@ OpenOptions open_options(const StoreFlags& flags, std::shared_ptr<Logger> logger
 // so an installed tree, a .deb under /usr or a moved prefix all find theirs.
 std::filesystem::path tool_module_folder();
 
+// Opens the store the flags name, for the operator commands (status,
+// release, history): they have no command to name the default folder after,
+// so they need --store, INSTANCE_GUARD_STORE or --name. `read_only`: the
+// store never writes. On failure, logs why and gives the exit status.
+std::expected<std::shared_ptr<Store>, int> open_store_from_flags(
+    const StoreFlags& flags, Logger& log, const std::shared_ptr<Logger>& logger,
+    bool read_only = false);
+
 }  // namespace instance::cli

@@ -7,10 +7,12 @@
 namespace instance::cli {
 
 inline constexpr int kExitOk = 0;
+inline constexpr int kExitFound = 1;         // history: an overlap, or an epoch that did not grow
 inline constexpr int kExitUsage = 64;        // EX_USAGE: bad flags or arguments
 inline constexpr int kExitNoInput = 66;      // EX_NOINPUT: release of a record that is not there
 inline constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE: the store cannot be used
 inline constexpr int kExitSoftware = 70;     // EX_SOFTWARE: internal error
+inline constexpr int kExitCantCreate = 73;   // EX_CANTCREAT: an output file cannot be written
 inline constexpr int kExitTempFail = 75;     // EX_TEMPFAIL: another live instance holds the store
 inline constexpr int kExitConfig = 78;       // EX_CONFIG: bad store URL or configuration
 // Like a shell: 127 when the command is not found, 126 when it cannot run.

@@ -130,6 +130,11 @@ int dispatch(int argc, char** argv) {
                   "Write the claim's metrics to FILE in the Prometheus text format (for "
                   "node_exporter's textfile collector), at the claim, after each renewal and "
                   "when the claim ends");
+  run->add_flag("--no-history", run_args.no_history,
+                "Write no tenure to the store's history (history/; `instance-guard history`)");
+  run->add_option("--history-keep", run_args.history_keep,
+                  "How many tenures the store's history keeps; older ones are removed after "
+                  "a claim [default: 200]");
   run->add_option("command", run_args.command, "The command and its arguments")
       ->required()
       ->expected(-1);
@@ -150,6 +155,21 @@ int dispatch(int argc, char** argv) {
   release->add_option("--id", release_args.id, "The instance to release")->required();
   release->add_flag("--force", release_args.force, "Also remove a live or unreadable record");
 
+  HistoryArgs history_args;
+  auto* history = app.add_subcommand(
+      "history", "List who held the store and when; flag overlaps and epochs that did not grow");
+  history->footer(
+      "Exit status: 0 no overlap and every epoch grew; 1 an overlap or an epoch that did not\n"
+      "grow was found; 69 store unreachable; 64 usage; 78 configuration.");
+  add_store_flags(*history, history_args.store);
+  history->add_option("--since", history_args.since,
+                      "Only tenures that were held within this long before now (Go syntax: "
+                      "24h, 90m)");
+  history->add_flag("--json", history_args.json, "Print a JSON object");
+  history->add_option("--svg", history_args.svg,
+                      "Also draw the timeline into FILE (SVG): a bar per tenure, one row per "
+                      "host, hand-over gaps and overlaps marked");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -161,6 +181,7 @@ int dispatch(int argc, char** argv) {
       make_stderr_logger(*parse_log_format(log_flags.format), *parse_log_level(log_flags.level));
   if (run->parsed()) return run_command(run_args, logger);
   if (status->parsed()) return status_command(status_args, logger);
+  if (history->parsed()) return history_command(history_args, logger);
   return release_command(release_args, logger);
 }
 

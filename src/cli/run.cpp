@@ -149,6 +149,13 @@ Resolved<void> resolve_guard(const RunArgs& args, const Getenv& getenv, RunPlan&
   if (ok) ok = take(resolve_duration_flag(args.max_skew, "--max-skew"), guard.max_skew);
   if (ok) ok = take_if_set(resolve_duration_flag(args.settle, "--settle"), guard.settle);
   guard.id = resolve_id(args.id, getenv);
+  guard.history = !args.no_history;
+  if (ok && args.history_keep) {
+    if (*args.history_keep < 1) {
+      return std::unexpected(ConfigError{kExitUsage, "--history-keep must be at least 1"});
+    }
+    guard.history_keep = *args.history_keep;
+  }
   return ok;
 }
 

@@ -19,27 +19,6 @@ namespace instance::cli {
 
 namespace {
 
-// Opens the store the flags name. Status and release have no command to name
-// the default folder after, so they need --store, INSTANCE_GUARD_STORE or --name.
-// `read_only`: the store never writes (status).
-std::expected<std::shared_ptr<Store>, int> open_from_flags(const StoreFlags& flags, Logger& log,
-                                                           const std::shared_ptr<Logger>& logger,
-                                                           bool read_only = false) {
-  auto url = resolve_store_url(flags, "", process_environment());
-  if (!url) {
-    log.error(url.error().message);
-    return std::unexpected(url.error().exit_code);
-  }
-  auto options = open_options(flags, logger);
-  options.read_only = read_only;
-  auto store = open_store(*url, options);
-  if (!store) {
-    log.error(store.error().message, {{"store", redact_url(*url)}});
-    return std::unexpected(exit_code_for(store.error().code));
-  }
-  return *store;
-}
-
 // The id to show: the record's, else the key's last segment.
 std::string shown_id(const InstanceEntry& entry) {
   return entry.record ? entry.record->id : entry.key.leaf();
@@ -178,7 +157,7 @@ int status_command(const StatusArgs& args, const std::shared_ptr<Logger>& logger
     log.error(requested.error().message);
     return requested.error().exit_code;
   }
-  auto store = open_from_flags(args.store, log, logger, /*read_only=*/true);
+  auto store = open_store_from_flags(args.store, log, logger, /*read_only=*/true);
   if (!store) return store.error();
   const WallTime now = system_clock()->wall();
   auto entries = list_instances(**store, now);
@@ -210,7 +189,7 @@ int release_command(const ReleaseArgs& args, const std::shared_ptr<Logger>& logg
     log.error("release needs --id ID");
     return kExitUsage;
   }
-  auto store = open_from_flags(args.store, log, logger);
+  auto store = open_store_from_flags(args.store, log, logger);
   if (!store) return store.error();
   auto released = release_instance(**store, args.id, system_clock()->wall(), args.force);
   if (!released) {

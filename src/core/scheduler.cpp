@@ -16,36 +16,50 @@ namespace {
 // is due, so an idle scheduler never wakes up. Two workers, so one task stuck
 // in a slow store call (a renewal) cannot hold back another that must run on
 // time (the self-fencing check).
+//
+// The scheduler may be destroyed by one of its own tasks: a task that drops
+// the last reference to what owns the scheduler (a claim's state, after
+// its Claim went). The workers therefore share the queue with the scheduler
+// (State, kept alive by each worker), and the destructor joins every worker
+// but the one it runs on, which it detaches: that one returns from its task,
+// sees the stop and ends without touching the scheduler.
 class ThreadScheduler final : public Scheduler {
  public:
-  explicit ThreadScheduler(int workers) {
+  explicit ThreadScheduler(int workers) : state_(std::make_shared<State>()) {
     for (int i = 0; i < workers; ++i) {
-      workers_.emplace_back([this](std::stop_token stop) { run(stop); });
+      workers_.emplace_back([state = state_](std::stop_token stop) { state->run(stop); });
     }
   }
 
   ~ThreadScheduler() override {
     for (auto& w : workers_) w.request_stop();
     {
-      std::lock_guard lock(mu_);
-      tasks_.clear();
+      std::lock_guard lock(state_->mu);
+      state_->tasks.clear();
     }
-    cv_.notify_all();
+    state_->cv.notify_all();
+    for (auto& w : workers_) {
+      if (w.get_id() == std::this_thread::get_id()) {
+        w.detach();
+      } else if (w.joinable()) {
+        w.join();
+      }
+    }
   }
 
   TaskId schedule(Duration delay, std::function<void()> task) override {
-    std::lock_guard lock(mu_);
-    const TaskId id = next_id_++;
-    tasks_.emplace(std::chrono::steady_clock::now() + delay, Task{id, std::move(task)});
-    cv_.notify_all();
+    std::lock_guard lock(state_->mu);
+    const TaskId id = state_->next_id++;
+    state_->tasks.emplace(std::chrono::steady_clock::now() + delay, Task{id, std::move(task)});
+    state_->cv.notify_all();
     return id;
   }
 
   bool cancel(TaskId id) override {
-    std::lock_guard lock(mu_);
-    for (auto it = tasks_.begin(); it != tasks_.end(); ++it) {
+    std::lock_guard lock(state_->mu);
+    for (auto it = state_->tasks.begin(); it != state_->tasks.end(); ++it) {
       if (it->second.id == id) {
-        tasks_.erase(it);
+        state_->tasks.erase(it);
         return true;
       }
     }
@@ -58,31 +72,36 @@ class ThreadScheduler final : public Scheduler {
     std::function<void()> fn;
   };
 
-  void run(std::stop_token stop) {
-    std::unique_lock lock(mu_);
-    while (!stop.stop_requested()) {
-      if (tasks_.empty()) {
-        cv_.wait(lock, stop, [&] { return !tasks_.empty(); });
-        continue;
-      }
-      const auto due = tasks_.begin()->first;
-      if (std::chrono::steady_clock::now() < due) {
-        cv_.wait_until(lock, stop, due,
-                       [&] { return !tasks_.empty() && tasks_.begin()->first < due; });
-        continue;
-      }
-      auto fn = std::move(tasks_.begin()->second.fn);
-      tasks_.erase(tasks_.begin());
-      lock.unlock();
-      fn();
-      lock.lock();
-    }
-  }
+  struct State {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::multimap<MonoTime, Task> tasks;
+    TaskId next_id = 1;
 
-  std::mutex mu_;
-  std::condition_variable_any cv_;
-  std::multimap<MonoTime, Task> tasks_;
-  TaskId next_id_ = 1;
+    void run(std::stop_token stop) {
+      std::unique_lock lock(mu);
+      while (!stop.stop_requested()) {
+        if (tasks.empty()) {
+          cv.wait(lock, stop, [&] { return !tasks.empty(); });
+          continue;
+        }
+        const auto due = tasks.begin()->first;
+        if (std::chrono::steady_clock::now() < due) {
+          cv.wait_until(lock, stop, due,
+                        [&] { return !tasks.empty() && tasks.begin()->first < due; });
+          continue;
+        }
+        auto fn = std::move(tasks.begin()->second.fn);
+        tasks.erase(tasks.begin());
+        lock.unlock();
+        fn();
+        fn = nullptr;  // what the task held goes here, outside the lock
+        lock.lock();
+      }
+    }
+  };
+
+  std::shared_ptr<State> state_;
   std::vector<std::jthread> workers_;  // last: started after, joined before, what they use
 };
 

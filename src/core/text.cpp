@@ -5,6 +5,32 @@
 
 namespace instance {
 
+std::string xml_text(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out.push_back(c >= 0x20 && c < 0x7F ? static_cast<char>(c) : '?');
+    }
+  }
+  return out;
+}
+
 std::string printable(std::string_view text, std::size_t max) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;

@@ -5,12 +5,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <climits>
 #include <fstream>
 #include <mutex>
 #include <random>
 
+#include "instance/history.hpp"
 #include "instance/sdk/random.hpp"
 #include "instance/sdk/startup_budget.hpp"
 #include "instance/time.hpp"
@@ -67,7 +70,18 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   bool record_withdrawn = false;  // after a loss: our record is gone (or we gave up)
   TaskId renewal = 0;
   TaskId fence = 0;
-  MonoTime deadline{};  // self-fencing: lost when no renewal succeeds by then
+  MonoTime deadline{};              // self-fencing: lost when no renewal succeeds by then
+  std::optional<WallTime> lost_at;  // when the claim was lost, on our clock
+
+  // Tenure history (instance/history.hpp), with options->history: our
+  // tenure's key (none when its write was never tried), the document as
+  // written, the records of dead holders the claim found, and the task that
+  // closes their tenures and prunes the history after the claim.
+  std::optional<Key> tenure_key;
+  Tenure tenure;
+  std::vector<Record> dead;
+  TaskId housekeeping = 0;
+  std::atomic<bool> housekept{false};
 
   Context context() const {
     return Context{*store, *options->clock, *options->logger, *options, key, self, mode};
@@ -188,6 +202,7 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   void lose(std::unique_lock<std::mutex>& lock, Error why) {
     status = ClaimStatus::lost;
     loss = why;
+    lost_at = options->clock->wall();
     options->scheduler->cancel(renewal);
     options->scheduler->cancel(fence);
     log().error("claim lost", {{"id", id}, {"reason", why.message}});
@@ -207,6 +222,115 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     if (auto removed = store->remove(key); !removed && removed.error().code != Errc::not_found) {
       log().warn("could not remove our record after the loss",
                  {{"error", removed.error().message}});
+    }
+    std::optional<WallTime> at;
+    std::string why;
+    {
+      std::lock_guard lock(mu);
+      at = lost_at;
+      if (loss) why = loss->message;
+    }
+    close_tenure("lost", std::move(why), at.value_or(options->clock->wall()));
+  }
+
+  // ---- Tenure history -------------------------------------------------------
+
+  // Writes our tenure, open, once the claim is granted; then schedules the
+  // rest of the history's upkeep off the claim path.
+  void open_tenure(std::vector<Record> found_dead) {
+    Holding now_held;
+    {
+      std::lock_guard lock(mu);
+      now_held = held;
+    }
+    auto k = instance::tenure_key(id, now_held.record.started_at);
+    if (!k) {
+      log().warn("no tenure history for this claim", {{"error", k.error().message}});
+      return;
+    }
+    tenure = Tenure{.id = id,
+                    .host = self.host,
+                    .pid = self.pid,
+                    .mode = std::string(to_string(mode)),
+                    .epoch = epoch,
+                    .started_at = now_held.record.started_at,
+                    .claimed_at = options->clock->wall(),
+                    .max_skew = *options->max_skew};
+    tenure_key = *k;
+    write_tenure("the claim's tenure");
+    dead = std::move(found_dead);
+    housekeeping = options->scheduler->schedule(Duration::zero(), [weak = weak_from_this()] {
+      if (auto self_ptr = weak.lock()) self_ptr->keep_history();
+    });
+  }
+
+  void close_tenure(std::string end, std::string reason, WallTime at) {
+    if (!tenure_key) return;
+    tenure.ended_at = std::max(at, tenure.claimed_at);
+    tenure.end = std::move(end);
+    tenure.reason = std::move(reason);
+    write_tenure("the end of the claim's tenure");
+  }
+
+  void write_tenure(std::string_view what) {
+    if (auto written = store->replace(*tenure_key, encode_tenure(tenure)); !written) {
+      log().warn("could not write " + std::string(what) + " to the history; the claim goes on",
+                 {{"key", tenure_key->str()}, {"error", written.error().message}});
+    }
+  }
+
+  // Once per claim, after it was granted: closes the tenures of the dead
+  // holders the claim found (ended at their last renewal: they died after
+  // it), then removes the oldest tenures beyond history_keep. One listing
+  // of history/, and a read and a write per tenure to close.
+  void keep_history() {
+    if (housekept.exchange(true)) return;
+    auto listed = store->list(history_prefix());
+    if (!listed) {
+      log().warn("could not list the history to keep it", {{"error", listed.error().message}});
+      return;
+    }
+    std::vector<std::string> keys;
+    for (const Key& k : *listed) keys.push_back(k.str());
+    std::sort(keys.begin(), keys.end());
+    for (const Record& r : dead) close_dead_tenure(r, keys);
+    const std::size_t keep = std::max<std::size_t>(options->history_keep, 1);
+    if (keys.size() <= keep) return;
+    const std::string ours = tenure_key ? tenure_key->str() : std::string();
+    for (std::size_t i = 0; i + keep < keys.size(); ++i) {
+      if (keys[i] == ours) continue;
+      auto k = Key::parse(keys[i]);
+      if (!k) continue;  // a name we did not write: not ours to remove
+      if (auto removed = store->remove(*k); !removed && removed.error().code != Errc::not_found) {
+        log().warn("could not remove an old tenure from the history",
+                   {{"key", keys[i]}, {"error", removed.error().message}});
+      }
+    }
+  }
+
+  void close_dead_tenure(const Record& r, const std::vector<std::string>& keys) {
+    auto k = instance::tenure_key(r.id, r.started_at);
+    if (!k || !std::binary_search(keys.begin(), keys.end(), k->str())) return;
+    auto doc = store->get(*k);
+    if (!doc) return;  // gone, or unreadable: never overwritten
+    auto t = decode_tenure(doc->data);
+    if (!t) {
+      log().warn("a dead holder's tenure cannot be read; left as it is",
+                 {{"key", k->str()}, {"error", t.error().message}});
+      return;
+    }
+    if (t->ended_at) return;  // it closed its tenure itself, or another successor did
+    t->ended_at = std::max(r.renewed_at.value_or(r.started_at), t->claimed_at);
+    t->end = "crashed";
+    t->reason = "its record was found dead by " + id + "; ended at its last renewal";
+    const bool conditional = store->capabilities().conditional_writes && !doc->version.empty();
+    auto written = conditional ? store->replace_if(*k, encode_tenure(*t), doc->version)
+                               : store->replace(*k, encode_tenure(*t));
+    if (written) {
+      log().info("closed a dead holder's tenure", {{"key", k->str()}, {"holder", r.id}});
+    } else if (written.error().code != Errc::conflict) {
+      log().warn("could not close a dead holder's tenure",
+                 {{"key", k->str()}, {"error", written.error().message}});
     }
   }
 
@@ -233,7 +357,13 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     }
     if (was == ClaimStatus::lost) withdraw_record();  // once; later calls do nothing
     if (was != ClaimStatus::held) return {};
-    if (auto released = protocol->release(context(), work); !released) {
+    const WallTime ended = options->clock->wall();
+    auto released = protocol->release(context(), work);
+    // The history's upkeep has not run yet (a short claim): do it now, after
+    // the release, so a successor never waits for it.
+    if (tenure_key && options->scheduler->cancel(housekeeping)) keep_history();
+    close_tenure("stood_down", "", ended);
+    if (!released) {
       log().warn("stand-down could not release the claim; it expires on its own",
                  {{"id", id},
                   {"error", released.error().message},
@@ -361,6 +491,9 @@ Result<Guard> Guard::create(std::shared_ptr<Store> store, GuardOptions options) 
   if (options.settle < Duration::zero() || options.settle >= options.ttl / 3) {
     return fail(Errc::invalid, "settle (" + format_duration(options.settle) +
                                    ") must be at least 0 and less than a third of the ttl");
+  }
+  if (options.history && options.history_keep < 1) {
+    return fail(Errc::invalid, "the history must keep at least 1 tenure; got 0");
   }
   if (options.startup_timeout < Duration::zero()) {
     return fail(Errc::invalid, "the start-up timeout must be at least 0; got " +
@@ -492,7 +625,10 @@ std::expected<Claim, ClaimError> Guard::claim(std::stop_token stop) {
   }
 
   const MonoTime since = options_->clock->monotonic();
-  auto held = state->protocol->acquire(state->context(), stop);
+  std::vector<Record> dead;
+  detail::Context ctx = state->context();
+  if (options_->history) ctx.dead = &dead;
+  auto held = state->protocol->acquire(ctx, stop);
   if (!held) return std::unexpected(std::move(held.error()));
   state->epoch = held->epoch;
   {
@@ -500,6 +636,7 @@ std::expected<Claim, ClaimError> Guard::claim(std::stop_token stop) {
     state->held = std::move(*held);
     state->start(since);
   }
+  if (options_->history) state->open_tenure(std::move(dead));
   std::vector<LogField> fields{{"id", options_->id},
                                {"store", store_->describe()},
                                {"mode", std::string(to_string(mode))},

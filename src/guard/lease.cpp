@@ -1,9 +1,7 @@
 // Internal: the lease document's and the lock owner's encodings (lease.hpp).
 #include "lease.hpp"
 
-#include <nlohmann/json.hpp>
-
-#include "instance/time.hpp"
+#include "json_doc.hpp"
 
 namespace instance::detail {
 
@@ -16,23 +14,6 @@ const Key& lock_key() {
   static const Key key = *Key::parse("instances.lock");
   return key;
 }
-
-namespace {
-
-std::string dump(const nlohmann::ordered_json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// An optional time field: absent, or RFC 3339 (anything else throws, as a
-// malformed document).
-std::optional<WallTime> optional_time(const nlohmann::json& j, const char* name) {
-  if (!j.contains(name)) return std::nullopt;
-  auto t = parse_rfc3339(j.at(name).get<std::string>());
-  if (!t) throw std::invalid_argument(std::string(name) + ": " + t.error().message);
-  return *t;
-}
-
-}  // namespace
 
 std::string encode_lease(const Lease& lease) {
   nlohmann::ordered_json j;
@@ -49,7 +30,7 @@ std::string encode_lease(const Lease& lease) {
   if (lease.locks_outlive_grant) {
     j["locks_outlive_grant"] = format_rfc3339(*lease.locks_outlive_grant);
   }
-  return dump(j);
+  return dump_json(j);
 }
 
 Result<Lease> decode_lease(std::string_view bytes) {
@@ -89,7 +70,7 @@ std::string encode_lock_owner(const LockOwner& owner) {
   if (owner.pid) j["pid"] = *owner.pid;
   j["boot_id"] = owner.boot_id;
   j["pid_ns"] = owner.pid_ns;
-  return dump(j);
+  return dump_json(j);
 }
 
 std::optional<LockOwner> decode_lock_owner(std::string_view text) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "instance/guard.hpp"
 
@@ -30,6 +31,10 @@ struct Context {
   const Key& record_key;
   HostIdentity self;
   Mode mode = Mode::announce;  // the protocol in force
+  // While acquiring, with history on: every record of another instance the
+  // protocol judged no longer live is added here, so the guard can close
+  // its holder's tenure (instance/history.hpp) once the claim is granted.
+  std::vector<Record>* dead = nullptr;
 };
 
 // What a protocol keeps from acquire to release.

@@ -37,6 +37,7 @@ std::expected<std::optional<Record>, ClaimError> examine(const Context& ctx, con
   const std::string& version = (*stored)->version;
   if (record->id == ctx.options.id) return std::nullopt;  // our own, whatever its file name
   if (is_live(ctx, *record, ctx.clock.wall(), rules.margin)) return *record;
+  if (ctx.dead) ctx.dead->push_back(*record);
   if (!rules.reap) return std::nullopt;
 
   // Not live: delete it, where the store can only if it is still the bytes we

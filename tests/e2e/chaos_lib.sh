@@ -60,5 +60,16 @@ chaos_run() {
     { cat "$CHAOS_DIR/status.err" >&2; fail "$mode: status failed after the chaos"; }
   jq -e 'all(.[]; .readable)' "$CHAOS_DIR/status.json" >/dev/null ||
     fail "$mode: an unreadable record was left: $(cat "$CHAOS_DIR/status.json")"
-  ok "$mode: $starts cycles, $kills guards SIGKILLed, 0 overlaps, every record readable"
+  # The store's own history agrees: no two tenures at once, every epoch
+  # larger than the last, a tenure for every child start (of the newest 200
+  # the history keeps).
+  "$BIN" history --store "$url" --json >"$CHAOS_DIR/history.json" 2>"$CHAOS_DIR/history.err" ||
+    { cat "$CHAOS_DIR/history.err" >&2; jq -c '.overlaps, .epochs_not_increasing' "$CHAOS_DIR/history.json" >&2
+      fail "$mode: history found an overlap or an epoch that did not grow (or failed)"; }
+  local tenures crashed keep=200
+  tenures=$(jq '.tenures | length' "$CHAOS_DIR/history.json")
+  crashed=$(jq '[.tenures[] | select(.end == "crashed" or .end == "unknown")] | length' "$CHAOS_DIR/history.json")
+  ((tenures >= (starts < keep ? starts : keep))) || fail "$mode: $tenures tenures in the history for $starts child starts"
+  jq -e '.unreadable == []' "$CHAOS_DIR/history.json" >/dev/null || fail "$mode: an unreadable tenure"
+  ok "$mode: $starts cycles, $kills guards SIGKILLed, 0 overlaps, every record readable; history: $tenures tenures ($crashed ended by a successor), 0 overlaps, epochs growing"
 }

@@ -49,7 +49,10 @@ same() {  # same WHAT EXPECTED ACTUAL
 # Options.
 global=$(help_options | grep -vx -e --help -e --version)
 all_options=$(help_options)
-for sub in run status release; do
+# The subcommands, as the tool's own --help lists them.
+subcommands=$("$BIN" --help | sed -n '/^Subcommands:/,$p' | awk 'NR > 1 && NF {print $1}')
+[[ -n $subcommands ]] || problem "no subcommands read from --help"
+for sub in $subcommands; do
   expected=$( (help_options "$sub" | grep -vx -- --help; echo "$global") | sort -u)
   same "SYNOPSIS of $sub (against $sub --help)" "$expected" "$(synopsis_options "$sub")"
   all_options+=$'\n'$(help_options "$sub")
@@ -60,7 +63,7 @@ same "options with a .TP entry (against every --help)" "$(sort -u <<<"$all_optio
 
 # Environment.
 # "[env: A]", "[env: A, B]", and "[env: X(_FILE)]" for X and X_FILE.
-env_help=$(for sub in "" run status release; do "$BIN" $sub --help; done |
+env_help=$(for sub in "" $subcommands; do "$BIN" $sub --help; done |
   grep -oE '\[env: [A-Z0-9_(), ]+\]' | sed -E 's/\[env: (.*)\]/\1/' | tr ',' '\n' |
   sed -E 's/^ +//; s/^([A-Z0-9_]+)\(([A-Z0-9_]+)\)$/\1\n\1\2/' | sort -u)
 grep -qx INSTANCE_GUARD_PASSWORD <<<"$env_help" || problem "no [env: A, B] list read from --help"

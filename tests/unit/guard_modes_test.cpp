@@ -629,6 +629,7 @@ TEST_F(NativeLeaseTest, AShorterGrantSetsTheRenewalPeriodAndTheFenceAndNobodyOve
   const MonoTime since = clock->monotonic();
   auto a = guard("a", Mode::exclusive, granting).claim().value();
   EXPECT_EQ(a.fence_deadline(), since + 9s - 2s) << "grant - max-skew, not ttl - max-skew";
+  scheduler->advance(0s);  // the history's upkeep, due at once after the claim
   EXPECT_EQ(scheduler->next_due(), std::optional<Duration>(3s)) << "grant / 3, not ttl / 3";
   EXPECT_TRUE(logger->contains("claimed"));
   // Hold for well past the grant (and past ttl/3): every renewal lands
@@ -678,6 +679,7 @@ TEST_F(NativeLeaseTest, ALongerGrantIsTheExpiryTheLeaseAndRecordShow) {
   auto granting = std::make_shared<GrantingStore>(store, 90s);
   const WallTime now = clock->wall();
   auto a = guard("a", Mode::exclusive, granting).claim().value();
+  scheduler->advance(0s);  // the history's upkeep, due at once after the claim
   EXPECT_EQ(scheduler->next_due(), std::optional<Duration>(10s)) << "still ttl / 3";
   EXPECT_EQ(a.record().expires_at, now + 90s);
   const auto lease = memory->get(Key::parse("instances.lease").value());

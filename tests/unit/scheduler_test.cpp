@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <thread>
 
 #include "instance/scheduler.hpp"
 #include "instance/testing.hpp"
@@ -53,6 +54,30 @@ TEST(ThreadScheduler, DestructionDropsPendingTasks) {
     s->schedule(1h, [&] { ran = true; });
   }
   EXPECT_FALSE(ran);
+}
+
+// A task may drop the last reference to its own scheduler (a claim's state
+// owns its guard's scheduler, and a renewal or the history's upkeep may be
+// the last to hold that state): the scheduler goes from inside its worker,
+// which must neither join itself (std::system_error, "Resource deadlock
+// avoided") nor touch the scheduler after it is gone.
+TEST(ThreadScheduler, ATaskMayDropTheLastReferenceToItsScheduler) {
+  for (int round = 0; round < 20; ++round) {
+    auto s = thread_scheduler();
+    std::weak_ptr<Scheduler> weak = s;
+    std::promise<void> released, gone;
+    auto owner = std::make_shared<std::shared_ptr<Scheduler>>(s);
+    s->schedule(0s, [owner, released = released.get_future().share(), &gone] {
+      released.wait();
+      owner->reset();  // the last reference: the scheduler goes, here, in its worker
+      gone.set_value();
+    });
+    s.reset();
+    owner.reset();  // only the task holds the scheduler now
+    released.set_value();
+    ASSERT_EQ(gone.get_future().wait_for(10s), std::future_status::ready);
+    EXPECT_TRUE(weak.expired());
+  }
 }
 
 TEST(ManualScheduler, RunsTasksOnlyWhenTheClockReachesThem) {

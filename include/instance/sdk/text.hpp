@@ -19,6 +19,11 @@ namespace instance {
 // as \xNN. The one escaping every store's messages use.
 INSTANCE_EXPORT std::string printable(std::string_view text, std::size_t max = 160);
 
+// Text for an XML element or attribute value: markup escaped; bytes that
+// XML 1.0 cannot carry or that are not ASCII become '?', so the document is
+// always well-formed.
+INSTANCE_EXPORT std::string xml_text(std::string_view text);
+
 // A store URL fit for a message: redact_url (user info up to the last '@',
 // sensitive query parameters), then printable.
 INSTANCE_EXPORT std::string shown_store_url(std::string_view url);

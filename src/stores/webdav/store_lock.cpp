@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "instance/sdk/random.hpp"
+#include "instance/sdk/text.hpp"
 #include "listing.hpp"
 #include "store.hpp"
 
@@ -20,34 +21,6 @@ std::string timeout_value(Duration ttl) {
   const std::int64_t seconds =
       std::clamp<std::int64_t>(ns / 1'000'000'000 + (ns % 1'000'000'000 != 0 ? 1 : 0), 1, kMax);
   return "Second-" + std::to_string(seconds);
-}
-
-// Text for an XML element: markup escaped; bytes that XML 1.0 cannot carry
-// or that are not ASCII become '?', so the body is always well-formed.
-std::string xml_text(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out.push_back(c >= 0x20 && c < 0x7F ? static_cast<char>(c) : '?');
-    }
-  }
-  return out;
 }
 
 std::string lock_body(std::string_view owner) {
