@@ -41,6 +41,7 @@ PACKAGES=(
   libzookeeper-mt-dev   # ZooKeeper store (the C client, multi-threaded)
   zookeeper             # ZooKeeper test server: its jars and a JRE (tests start their own; not zookeeperd, whose system service they never use)
   jq                    # end-to-end tests read JSON
+  libxml2-utils         # xmllint: the tests check that history --svg writes well-formed SVG
   prometheus-node-exporter  # the metrics test scrapes run --metrics-file through it
   iproute2              # multi-host harness (tests/hosts/): ip netns, veth pairs
   nftables              # multi-host harness: partitions and one-way loss (nft drop rules)

@@ -81,7 +81,9 @@ struct HistoryReport {
   std::vector<Tenure> tenures;  // oldest first (by claimed_at)
   // Per tenure: when it ended or, while open, nullopt. An open tenure
   // followed by a later one ended (at the latest) when that one began, and
-  // `inferred_end` says so.
+  // `inferred_end` says so; it also marks the last tenure, open, whose
+  // holder's record is gone (`still_held` said no): it ended, nobody knows
+  // when (`end` stays nullopt).
   std::vector<std::optional<WallTime>> end;
   std::vector<bool> inferred_end;
   // Per tenure: the time from the latest end of every earlier tenure to its

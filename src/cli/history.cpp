@@ -25,8 +25,14 @@ std::int64_t ms(Duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
+// A duration for the table, to the millisecond.
+std::string shown(Duration d) {
+  return format_duration(std::chrono::round<std::chrono::milliseconds>(d));
+}
+
 std::string how_ended(const HistoryReport& r, std::size_t i) {
   const Tenure& t = r.tenures[i];
+  if (r.inferred_end[i] && !r.end[i]) return "open: no end written, and its record is gone";
   if (r.inferred_end[i]) return "open: no end written (its holder died?), ended by the next claim";
   if (!t.ended_at) return "holding";
   if (t.end == "stood_down") return "stood down";
@@ -100,8 +106,8 @@ void print_text(const HistoryReport& r, const std::vector<HistoryEntry>& unreada
                        t.host.empty() ? "-" : printable(t.host, 40),
                        t.pid ? std::to_string(*t.pid) : "-", t.mode.empty() ? "-" : t.mode,
                        t.epoch ? std::to_string(*t.epoch) : "-",
-                       format_duration(r.end[i].value_or(now) - t.claimed_at),
-                       r.gap_before[i]             ? format_duration(*r.gap_before[i])
+                       shown(r.end[i].value_or(now) - t.claimed_at),
+                       r.gap_before[i]             ? shown(*r.gap_before[i])
                        : i > 0 && !r.gap_before[i] ? "OVERLAP"
                                                    : "-"});
     ends.push_back(how_ended(r, i));

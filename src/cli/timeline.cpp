@@ -79,14 +79,22 @@ std::string timeline_svg(const HistoryReport& r, const std::string& store, WallT
   auto x = [&](WallTime t) { return kLeft + plot * seconds(t - from) / span; };
 
   // Rows: one per host in order of first appearance; a host whose tenures
-  // overlap gets a second lane, and so on.
-  std::vector<std::string> hosts;
-  std::map<std::string, std::vector<WallTime>> lanes_end;  // per host, when each lane frees
+  // overlap gets a second lane, and so on. When every tenure ran on one host
+  // and a few ids took turns (fixed ids, as a test's or a service's), one
+  // row per id shows the hand-overs better.
+  std::map<std::string, int> ids, host_names;
+  for (const Tenure& t : r.tenures) {
+    ++ids[t.id];
+    ++host_names[t.host];
+  }
+  const bool by_id = host_names.size() == 1 && ids.size() <= 12;
+  std::map<std::string, std::vector<WallTime>> lanes_end;  // per row name, when each lane frees
   std::vector<std::size_t> row(n);
   std::vector<std::string> row_host;
   std::map<std::string, std::vector<std::size_t>> host_rows;
   for (std::size_t i = 0; i < n; ++i) {
-    const std::string host = r.tenures[i].host.empty() ? "(unknown host)" : r.tenures[i].host;
+    const std::string named = r.tenures[i].host.empty() ? "(unknown host)" : r.tenures[i].host;
+    const std::string host = by_id ? named + ": " + r.tenures[i].id : named;
     auto& lanes = lanes_end[host];
     auto& rows_of = host_rows[host];
     std::size_t lane = 0;
@@ -145,7 +153,7 @@ std::string timeline_svg(const HistoryReport& r, const std::string& store, WallT
     const Tenure& t = r.tenures[i];
     const Style st = style_of(r, i);
     const double x0 = x(t.claimed_at);
-    const double w = std::max(x(r.end[i].value_or(now)) - x0, 1.5);
+    const double w = std::max(x(r.end[i].value_or(now)) - x0, 4.0);  // a crash seen at once
     const double y = kTop + kRow * static_cast<double>(row[i]) + (kRow - kBar) / 2;
     std::string tip = t.id + " (" + t.mode +
                       (t.epoch ? ", epoch " + std::to_string(*t.epoch) : "") + ")\nclaimed " +

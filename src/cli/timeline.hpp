@@ -7,7 +7,8 @@
 
 namespace instance::cli {
 
-// A standalone SVG document: one row per host, a bar per tenure on a time
+// A standalone SVG document: one row per host (per id when one host ran a
+// few ids in turn), a bar per tenure on a time
 // axis (coloured by how it ended, its id on it where it fits, every detail
 // in its tooltip), overlaps as red bands across every row, hand-over gaps
 // labelled under the axis, a scale and a legend. Drawn here, with no

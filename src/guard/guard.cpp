@@ -45,6 +45,37 @@ Result<Mode> parse_mode(std::string_view text) {
 
 namespace detail {
 
+// Closes the tenure of a holder whose record `by` found dead: ended at its
+// last renewal (it died after it), unless it was closed already. With
+// `listed` (history/'s keys, sorted), only a tenure listed there is read.
+void close_dead_tenure(Store& store, Logger& log, const std::string& by, const Record& r,
+                       const std::vector<std::string>* listed) {
+  auto k = instance::tenure_key(r.id, r.started_at);
+  if (!k) return;
+  if (listed && !std::binary_search(listed->begin(), listed->end(), k->str())) return;
+  auto doc = store.get(*k);
+  if (!doc) return;  // gone, or unreadable: never overwritten
+  auto t = decode_tenure(doc->data);
+  if (!t) {
+    log.warn("a dead holder's tenure cannot be read; left as it is",
+             {{"key", k->str()}, {"error", t.error().message}});
+    return;
+  }
+  if (t->ended_at) return;  // it closed its tenure itself, or another successor did
+  t->ended_at = std::max(r.renewed_at.value_or(r.started_at), t->claimed_at);
+  t->end = "crashed";
+  t->reason = "its record was found dead by " + by + "; ended at its last renewal";
+  const bool conditional = store.capabilities().conditional_writes && !doc->version.empty();
+  auto written = conditional ? store.replace_if(*k, encode_tenure(*t), doc->version)
+                             : store.replace(*k, encode_tenure(*t));
+  if (written) {
+    log.info("closed a dead holder's tenure", {{"key", k->str()}, {"holder", r.id}});
+  } else if (written.error().code != Errc::conflict) {
+    log.warn("could not close a dead holder's tenure",
+             {{"key", k->str()}, {"error", written.error().message}});
+  }
+}
+
 // A granted claim. Renewal and fence tasks hold a weak_ptr, so a claim that
 // is gone is never renewed.
 //
@@ -79,7 +110,7 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   // closes their tenures and prunes the history after the claim.
   std::optional<Key> tenure_key;
   Tenure tenure;
-  std::vector<Record> dead;
+  std::vector<DeadRecord> dead;
   TaskId housekeeping = 0;
   std::atomic<bool> housekept{false};
 
@@ -237,7 +268,7 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
 
   // Writes our tenure, open, once the claim is granted; then schedules the
   // rest of the history's upkeep off the claim path.
-  void open_tenure(std::vector<Record> found_dead) {
+  void open_tenure(std::vector<DeadRecord> found_dead) {
     Holding now_held;
     {
       std::lock_guard lock(mu);
@@ -293,7 +324,10 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     std::vector<std::string> keys;
     for (const Key& k : *listed) keys.push_back(k.str());
     std::sort(keys.begin(), keys.end());
-    for (const Record& r : dead) close_dead_tenure(r, keys);
+    for (const DeadRecord& d : dead) {
+      if (d.record.id == id && d.record.started_at == tenure.started_at) continue;  // ours
+      close_dead_tenure(*store, log(), id, d.record, &keys);
+    }
     const std::size_t keep = std::max<std::size_t>(options->history_keep, 1);
     if (keys.size() <= keep) return;
     const std::string ours = tenure_key ? tenure_key->str() : std::string();
@@ -305,32 +339,6 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
         log().warn("could not remove an old tenure from the history",
                    {{"key", keys[i]}, {"error", removed.error().message}});
       }
-    }
-  }
-
-  void close_dead_tenure(const Record& r, const std::vector<std::string>& keys) {
-    auto k = instance::tenure_key(r.id, r.started_at);
-    if (!k || !std::binary_search(keys.begin(), keys.end(), k->str())) return;
-    auto doc = store->get(*k);
-    if (!doc) return;  // gone, or unreadable: never overwritten
-    auto t = decode_tenure(doc->data);
-    if (!t) {
-      log().warn("a dead holder's tenure cannot be read; left as it is",
-                 {{"key", k->str()}, {"error", t.error().message}});
-      return;
-    }
-    if (t->ended_at) return;  // it closed its tenure itself, or another successor did
-    t->ended_at = std::max(r.renewed_at.value_or(r.started_at), t->claimed_at);
-    t->end = "crashed";
-    t->reason = "its record was found dead by " + id + "; ended at its last renewal";
-    const bool conditional = store->capabilities().conditional_writes && !doc->version.empty();
-    auto written = conditional ? store->replace_if(*k, encode_tenure(*t), doc->version)
-                               : store->replace(*k, encode_tenure(*t));
-    if (written) {
-      log().info("closed a dead holder's tenure", {{"key", k->str()}, {"holder", r.id}});
-    } else if (written.error().code != Errc::conflict) {
-      log().warn("could not close a dead holder's tenure",
-                 {{"key", k->str()}, {"error", written.error().message}});
     }
   }
 
@@ -625,11 +633,20 @@ std::expected<Claim, ClaimError> Guard::claim(std::stop_token stop) {
   }
 
   const MonoTime since = options_->clock->monotonic();
-  std::vector<Record> dead;
+  std::vector<detail::DeadRecord> dead;
   detail::Context ctx = state->context();
   if (options_->history) ctx.dead = &dead;
   auto held = state->protocol->acquire(ctx, stop);
-  if (!held) return std::unexpected(std::move(held.error()));
+  if (!held) {
+    // A refused claim may have removed dead holders' records on its way:
+    // nobody will see them again, so their tenures are closed now.
+    for (const detail::DeadRecord& d : dead) {
+      if (d.removed) {
+        detail::close_dead_tenure(*store_, *options_->logger, options_->id, d.record, nullptr);
+      }
+    }
+    return std::unexpected(std::move(held.error()));
+  }
   state->epoch = held->epoch;
   {
     std::lock_guard lock(state->mu);

@@ -143,7 +143,11 @@ HistoryReport analyse_history(std::vector<Tenure> tenures, WallTime now,
       r.inferred_end[i] = true;
       until[i] = tenures[i + 1].claimed_at;
     } else {
-      until[i] = std::max(now, tenures[i].claimed_at);  // held now
+      // Nothing follows: held now, as far as the history can tell; when its
+      // holder's record is gone, it died and nobody closed it (its end is
+      // unknown; it still counts until now for overlaps).
+      until[i] = std::max(now, tenures[i].claimed_at);
+      if (still_held && !still_held(tenures[i])) r.inferred_end[i] = true;
     }
   }
   std::optional<WallTime> latest_end;

@@ -21,6 +21,13 @@ struct HostIdentity {
   std::int64_t pid = 0;
 };
 
+// A record of another instance judged no longer live, and whether the scan
+// removed it (then no later scan sees it).
+struct DeadRecord {
+  Record record;
+  bool removed = false;
+};
+
 // Everything a protocol may use. The guard owns it; protocols never touch a
 // clock, a thread or a store other than these.
 struct Context {
@@ -33,8 +40,8 @@ struct Context {
   Mode mode = Mode::announce;  // the protocol in force
   // While acquiring, with history on: every record of another instance the
   // protocol judged no longer live is added here, so the guard can close
-  // its holder's tenure (instance/history.hpp) once the claim is granted.
-  std::vector<Record>* dead = nullptr;
+  // its holder's tenure (instance/history.hpp).
+  std::vector<DeadRecord>* dead = nullptr;
 };
 
 // What a protocol keeps from acquire to release.

@@ -35,9 +35,16 @@ std::expected<std::optional<Record>, ClaimError> examine(const Context& ctx, con
   if (!*stored) return std::nullopt;  // gone since listed
   const Record* record = &(*stored)->record;
   const std::string& version = (*stored)->version;
-  if (record->id == ctx.options.id) return std::nullopt;  // our own, whatever its file name
+  if (record->id == ctx.options.id) {
+    // Our own, whatever its file name; when dead, a record an earlier
+    // process under our id left (its tenure is closed once we hold).
+    if (ctx.dead && !is_live(ctx, *record, ctx.clock.wall(), rules.margin)) {
+      ctx.dead->push_back({*record, false});
+    }
+    return std::nullopt;
+  }
   if (is_live(ctx, *record, ctx.clock.wall(), rules.margin)) return *record;
-  if (ctx.dead) ctx.dead->push_back(*record);
+  if (ctx.dead) ctx.dead->push_back({*record, false});
   if (!rules.reap) return std::nullopt;
 
   // Not live: delete it, where the store can only if it is still the bytes we
@@ -46,6 +53,7 @@ std::expected<std::optional<Record>, ClaimError> examine(const Context& ctx, con
   if (!conditional && !rules.blind_reap) return std::nullopt;  // dead: skipped, not deleted
   auto removed = conditional ? ctx.store.remove_if(key, version) : ctx.store.remove(key);
   if (removed) {
+    if (ctx.dead) ctx.dead->back().removed = true;
     ctx.log.info("removed a stale record",
                  {{"key", key.str()}, {"expired_at", format_rfc3339(record->expires_at)}});
   } else if (removed.error().code != Errc::not_found) {

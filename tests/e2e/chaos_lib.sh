@@ -71,5 +71,13 @@ chaos_run() {
   crashed=$(jq '[.tenures[] | select(.end == "crashed" or .end == "unknown")] | length' "$CHAOS_DIR/history.json")
   ((tenures >= (starts < keep ? starts : keep))) || fail "$mode: $tenures tenures in the history for $starts child starts"
   jq -e '.unreadable == []' "$CHAOS_DIR/history.json" >/dev/null || fail "$mode: an unreadable tenure"
+  # Its timeline: valid SVG, a bar per tenure. CHAOS_SVG_DIR keeps a copy
+  # (the README's picture comes from one).
+  "$BIN" history --store "$url" --svg "$CHAOS_DIR/timeline.svg" >/dev/null 2>&1 ||
+    fail "$mode: history --svg failed"
+  xmllint --noout "$CHAOS_DIR/timeline.svg" || fail "$mode: the timeline is not well-formed XML"
+  (($(grep -c '<g class="tenure">' "$CHAOS_DIR/timeline.svg") == tenures)) ||
+    fail "$mode: the timeline does not have a bar per tenure"
+  if [[ -n ${CHAOS_SVG_DIR:-} ]]; then cp "$CHAOS_DIR/timeline.svg" "$CHAOS_SVG_DIR/chaos-$mode.svg"; fi
   ok "$mode: $starts cycles, $kills guards SIGKILLed, 0 overlaps, every record readable; history: $tenures tenures ($crashed ended by a successor), 0 overlaps, epochs growing"
 }
