@@ -37,6 +37,7 @@ PACKAGES=(
   openssl               # WebDAV tests: htpasswd hashes and TLS certificates
   libhiredis-dev        # Redis store (hiredis)
   redis-server          # Redis test server (integration and end-to-end tests)
+  redis-sentinel        # Redis Sentinel (the Sentinel failover tests: redis-sentinel)
   redis-tools           # redis-cli: the Redis end-to-end tests inspect keys with it
   libzookeeper-mt-dev   # ZooKeeper store (the C client, multi-threaded)
   zookeeper             # ZooKeeper test server: its jars and a JRE (tests start their own; not zookeeperd, whose system service they never use)

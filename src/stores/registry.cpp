@@ -43,7 +43,7 @@ constexpr std::array<KnownFamily, 6> kModuleFamilies = {{
     {"cs3", {"cs3", "cs3s", "opencloud+cs3", "opencloud+cs3s"}},
     {"etcd", {"etcd", "etcds"}},
     {"postgres", {"postgres", "postgresql"}},
-    {"redis", {"redis", "rediss"}},
+    {"redis", {"redis", "rediss", "redis+sentinel"}},
     {"zookeeper", {"zk"}},
 }};
 

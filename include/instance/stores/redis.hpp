@@ -51,10 +51,21 @@
 // operation, describe() and the key; never the password (a server reply is
 // scrubbed of it, too).
 //
+// Sentinel (`sentinels` non-empty, `master_name` set): host and port are not
+// used; every new connection asks the Sentinels in turn (SENTINEL
+// get-master-addr-by-name) for the master's address, connects and checks
+// ROLE is master, so a stale Sentinel answer never sends a write to a
+// replica. A lost connection, READONLY, LOADING or MASTERDOWN drops the
+// connection and asks the Sentinels again within the operation's deadline.
+// Replication is asynchronous: a master that fails before a lock or epoch
+// write reached its replica takes the write with it. The promoted replica
+// may then grant the lock to another guard while the old holder runs on
+// until its next renewal fails (not_found: it fences itself), and the epoch
+// counter may repeat an epoch already granted. capabilities().agreement says
+// so in the guarantee line.
+//
 // Not supported: TLS (hiredis 0.14 has none: rediss:// is refused), Redis
-// Cluster (lock and epoch keys would sit in different slots), Sentinel. A
-// replica promoted after a failover may have missed the last writes
-// (replication is asynchronous): run the guard against one primary.
+// Cluster (lock and epoch keys would sit in different slots).
 //
 // Thread safety: a store may be used from any number of threads; requests
 // are serialised on its one connection (hiredis contexts are not
@@ -67,6 +78,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "instance/clock.hpp"
 #include "instance/error.hpp"
@@ -88,7 +101,11 @@ struct RedisStats {
 struct RedisStoreOptions {
   std::string host = "127.0.0.1";  // a name or an IP address (IPv6 without brackets)
   int port = 6379;
-  int db = 0;                              // SELECT after connecting
+  int db = 0;  // SELECT after connecting
+  // Sentinel discovery: the Sentinels' addresses and the master's name
+  // (redis+sentinel://); empty: connect to host:port.
+  std::vector<std::pair<std::string, int>> sentinels;
+  std::string master_name;
   std::string prefix = "instance-guard:";  // every key this store touches starts with it
 
   // AUTH: `password` alone for the default user, `user` too for an ACL user
@@ -124,8 +141,12 @@ struct RedisStoreOptions {
 // refused with Errc::invalid pointing at the file and the environment: the
 // URL shows in `ps`, shell history and logs; no message ever echoes it. A
 // user without a password, a token, and `rediss://` (no TLS here) are
-// refused too. Also takes the logger from `options`. The timeouts follow the
-// guard that uses the store (Store::tune), never the URL.
+// refused too.
+// `redis+sentinel://s1[:port],s2[:port]/<master name>[/db][?prefix=...]`:
+// Sentinels (port 26379 by default), the master's name as Sentinel knows it
+// (monitor <name>), then the database number as in redis://. The password
+// is the data servers' (the Sentinels are asked without one). Also takes the logger from `options`.
+// The timeouts follow the guard that uses the store (Store::tune), never the URL.
 INSTANCE_EXPORT Result<RedisStoreOptions> parse_redis_url(std::string_view url,
                                                           const OpenOptions& options);
 
@@ -140,7 +161,11 @@ INSTANCE_EXPORT Result<std::shared_ptr<Store>> make_redis_store(RedisStoreOption
 INSTANCE_EXPORT const StoreModule& redis_store_module();
 
 // The URL describe() shows for these options: redis://host:port/db?prefix=...
-// (prefix percent-encoded), never a user or password.
+// or redis+sentinel://s1:port,s2:port/name/db?prefix=... (prefix
+// percent-encoded), never a user or password.
 INSTANCE_EXPORT std::string describe_redis(const RedisStoreOptions& options);
+
+// host:port, or [v6]:port.
+INSTANCE_EXPORT std::string redis_address(const std::string& host, int port);
 
 }  // namespace instance

@@ -8,7 +8,7 @@
 namespace instance {
 
 const StoreModule& redis_store_module() {
-  static constexpr std::array<std::string_view, 2> kSchemes = {"redis", "rediss"};
+  static constexpr std::array<std::string_view, 3> kSchemes = {"redis", "rediss", "redis+sentinel"};
   static const StoreModule module{.family = "redis",
                                   .schemes = kSchemes,
                                   .open = open_parsed<parse_redis_url, make_redis_store>};

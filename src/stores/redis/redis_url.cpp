@@ -18,7 +18,8 @@ constexpr std::string_view kPasswordAdvice =
 
 // host[:port] or [v6][:port] -> host, port.
 Result<std::pair<std::string, int>> parse_authority(std::string_view url,
-                                                    std::string_view authority) {
+                                                    std::string_view authority,
+                                                    int default_port = 6379) {
   std::string host;
   std::string_view port_text;
   if (authority.starts_with('[')) {
@@ -46,7 +47,7 @@ Result<std::pair<std::string, int>> parse_authority(std::string_view url,
                                "address in brackets)");
     }
   }
-  int port = 6379;
+  int port = default_port;
   if (!port_text.empty()) {
     const auto [end, ec] =
         std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
@@ -102,7 +103,8 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
                              "TLS (rediss://) is not supported by this build's hiredis; reach the "
                              "server over a trusted network or a TLS tunnel, with redis://");
   }
-  if (!equals_ignoring_case(scheme, "redis"))
+  const bool sentinel = equals_ignoring_case(scheme, "redis+sentinel");
+  if (!sentinel && !equals_ignoring_case(scheme, "redis"))
     return invalid_store_url(url, "expected redis://host[:port]");
   std::string_view rest = url.substr(scheme_end + 3);
 
@@ -114,16 +116,46 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
 
   RedisStoreOptions out;
   auto url_user = std::move(parts->user);
-  auto host_port = parse_authority(url, parts->authority);
-  if (!host_port) return std::unexpected(host_port.error());
-  out.host = std::move(host_port->first);
-  out.port = host_port->second;
+  if (sentinel) {
+    std::string_view list = parts->authority;
+    while (true) {
+      const auto comma = list.find(',');
+      auto host_port = parse_authority(url, list.substr(0, comma), 26379);
+      if (!host_port) return std::unexpected(host_port.error());
+      out.sentinels.push_back(std::move(*host_port));
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+    }
+    const auto slash = path.find('/');
+    out.master_name = std::string(path.substr(0, slash));
+    path = slash == std::string_view::npos ? std::string_view{} : path.substr(slash + 1);
+    if (out.master_name.empty()) {
+      return invalid_store_url(url,
+                               "no master name: redis+sentinel://s1:26379,s2:26379/mymaster[/db]");
+    }
+    for (unsigned char c : out.master_name) {
+      if (!(std::isalnum(c) || c == '.' || c == '-' || c == '_')) {
+        return invalid_store_url(url,
+                                 "the master name may hold only letters, digits, '.', '-' and '_'");
+      }
+    }
+    out.host = out.sentinels.front().first;
+    out.port = out.sentinels.front().second;
+  } else {
+    auto host_port = parse_authority(url, parts->authority);
+    if (!host_port) return std::unexpected(host_port.error());
+    out.host = std::move(host_port->first);
+    out.port = host_port->second;
+  }
 
   while (path.ends_with('/')) path.remove_suffix(1);
   if (!path.empty()) {
     const auto [end, ec] = std::from_chars(path.data(), path.data() + path.size(), out.db);
     if (ec != std::errc{} || end != path.data() + path.size() || out.db < 0) {
-      return invalid_store_url(url, "the path must be a database number (redis://host:port/0)");
+      return invalid_store_url(url, sentinel ? "after the master name comes a database number "
+                                               "(redis+sentinel://s1,s2/mymaster/0)"
+                                             : "the path must be a database number "
+                                               "(redis://host:port/0)");
     }
   }
 
@@ -151,11 +183,22 @@ Result<RedisStoreOptions> parse_redis_url(std::string_view url, const OpenOption
   return out;
 }
 
+std::string redis_address(const std::string& host, int port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 std::string describe_redis(const RedisStoreOptions& options) {
   const std::string prefix = percent_encode(options.prefix, "-._~:");
-  const bool v6 = options.host.find(':') != std::string::npos;
-  return "redis://" + (v6 ? "[" + options.host + "]" : options.host) + ":" +
-         std::to_string(options.port) + "/" + std::to_string(options.db) + "?prefix=" + prefix;
+  const std::string tail = "/" + std::to_string(options.db) + "?prefix=" + prefix;
+  if (options.sentinels.empty())
+    return "redis://" + redis_address(options.host, options.port) + tail;
+  std::string out = "redis+sentinel://";
+  for (const auto& [host, port] : options.sentinels) {
+    if (out.back() != '/') out += ',';
+    out += redis_address(host, port);
+  }
+  return out + "/" + options.master_name + tail;
 }
 
 }  // namespace instance

@@ -77,8 +77,11 @@ class RedisStore final : public Store {
         if (probe()) probed_ = true;
       }
     }
-    return {
-        .versions = true, .conditional_writes = true, .native_lease = true, .server_clock = true};
+    return {.versions = true,
+            .conditional_writes = true,
+            .native_lease = true,
+            .server_clock = true,
+            .agreement = agreement()};
   }
 
   Result<Document> get(const Key& key) override {
@@ -382,12 +385,88 @@ class RedisStore final : public Store {
   // a "not now" reply sets `transport` and answers Step::retry; a refusal
   // (credentials, database number) sets `fatal` and answers Step::fatal.
   enum class Step { ok, retry, fatal };
+
+  bool sentinel() const { return !options_.sentinels.empty(); }
+
+  // The guarantee line's words: what a failover can lose.
+  std::string agreement() const {
+    if (!sentinel()) return std::string();
+    return "Redis Sentinel (master " + options_.master_name +
+           "): replication is asynchronous, so a failover may lose the latest lock write; "
+           "another guard may then be granted the lock, with an epoch that may repeat, while "
+           "this holder runs until its next renewal fails";
+  }
+
+  // Asks the Sentinels, one after another, for the master's address (mu_
+  // held). Step::fatal when Sentinels answered but none knows the name.
+  Step discover(std::string_view op, const Key& key, std::chrono::milliseconds timeout,
+                TransportError& transport, Error& fatal) {
+    const auto each =
+        std::min({options_.connect_timeout, timeout, std::chrono::milliseconds(1000)});
+    std::string errors;
+    bool unknown = false;
+    for (const auto& [host, port] : options_.sentinels) {
+      const std::string at = redis_address(host, port);
+      TransportError failed;
+      auto s = Connection::open(host, port, each, each, failed);
+      ReplyPtr reply;
+      if (s) {
+        if (options_.stats) ++options_.stats->requests;
+        reply = s->command({"SENTINEL", "get-master-addr-by-name", options_.master_name}, failed);
+      }
+      if (!reply) {
+        errors += (errors.empty() ? "" : "; ") + at + ": " + failed.message;
+        continue;
+      }
+      const redisReply& r = *reply;
+      if (type_of(r) == ReplyType::nil) {
+        unknown = true;
+        errors += (errors.empty() ? "" : "; ") + at + ": no master named " + options_.master_name;
+        continue;
+      }
+      int master_port = 0;
+      if (type_of(r) == ReplyType::array && size_of(r) == 2 &&
+          type_of(element(r, 0)) == ReplyType::string &&
+          type_of(element(r, 1)) == ReplyType::string) {
+        const auto p = text_of(element(r, 1));
+        const auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), master_port);
+        if (ec == std::errc{} && end == p.data() + p.size() && master_port > 0 &&
+            master_port < 65536 && size_of(r) == 2) {
+          master_host_ = std::string(text_of(element(r, 0)));
+          master_port_ = master_port;
+          return Step::ok;
+        }
+      }
+      errors += (errors.empty() ? "" : "; ") + at + ": " +
+                (type_of(r) == ReplyType::error ? "said " + scrub(text_of(r))
+                                                : std::string("an answer that is not an address"));
+    }
+    const std::string message =
+        "no Sentinel named the master " + options_.master_name + " (" + errors + ")";
+    if (unknown) {
+      fatal = Error{Errc::invalid, what(op, key) + ": " + message +
+                                       "; check the master name in the store URL (the name of "
+                                       "the Sentinels' monitor line)"};
+      return Step::fatal;
+    }
+    transport = {message, false, false};
+    return Step::retry;
+  }
+
   Step connect(std::string_view op, const Key& key, std::chrono::milliseconds timeout,
                TransportError& transport, Error& fatal) {
-    auto connection =
-        Connection::open(options_.host, options_.port, std::min(options_.connect_timeout, timeout),
-                         timeout, transport);
-    if (!connection) return Step::retry;
+    if (sentinel()) {
+      if (auto step = discover(op, key, timeout, transport, fatal); step != Step::ok) return step;
+    }
+    const std::string& host = sentinel() ? master_host_ : options_.host;
+    const int port = sentinel() ? master_port_ : options_.port;
+    auto connection = Connection::open(host, port, std::min(options_.connect_timeout, timeout),
+                                       timeout, transport);
+    if (!connection) {
+      if (sentinel())
+        transport.message = "master " + redis_address(host, port) + ": " + transport.message;
+      return Step::retry;
+    }
     if (options_.stats) ++options_.stats->connections;
     auto handshake = [&](const std::vector<std::string_view>& argv) -> Step {
       if (options_.stats) ++options_.stats->requests;
@@ -413,6 +492,22 @@ class RedisStore final : public Store {
     if (options_.db != 0) {
       const std::string db = std::to_string(options_.db);
       if (auto step = handshake({"SELECT", db}); step != Step::ok) return step;
+    }
+    if (sentinel()) {
+      // A Sentinel's answer may be stale (a demoted master): writes go only
+      // to a server that says it is the master.
+      if (options_.stats) ++options_.stats->requests;
+      auto role = connection->command({"ROLE"}, transport);
+      if (!role) return Step::retry;
+      const bool master = type_of(*role) == ReplyType::array && size_of(*role) > 0 &&
+                          type_of(element(*role, 0)) == ReplyType::string &&
+                          text_of(element(*role, 0)) == "master";
+      if (!master) {
+        transport = {"the Sentinels named " + redis_address(host, port) + " as master " +
+                         options_.master_name + ", but it is not (yet) the master",
+                     false, false};
+        return Step::retry;
+      }
     }
     connection_ = std::move(connection);
     return Step::ok;
@@ -459,10 +554,15 @@ class RedisStore final : public Store {
         return no_reply(transport);
       }
       if (type_of(*reply) == ReplyType::error) {
-        if (!transient(text_of(*reply))) {
-          return std::unexpected(net::AttemptError{server_error(op, key, text_of(*reply)).error()});
+        const std::string_view text = text_of(*reply);
+        // Behind Sentinel a READONLY reply means a failover demoted our
+        // server: ask the Sentinels again.
+        const bool demoted = sentinel() && text.starts_with("READONLY");
+        if (!transient(text) && !demoted) {
+          return std::unexpected(net::AttemptError{server_error(op, key, text).error()});
         }
-        return no_reply({scrub(text_of(*reply)), false, false});
+        if (sentinel()) connection_.reset();
+        return no_reply({scrub(text), false, false});
       }
       return reply;
     };
@@ -481,7 +581,15 @@ class RedisStore final : public Store {
       message += " (after " + std::to_string(done.attempts) + " attempts in " +
                  std::to_string(spent.count()) + " ms)";
     }
-    const std::string at = options_.host + ":" + std::to_string(options_.port);
+    const std::string at = sentinel()
+                               ? "the master " + options_.master_name + " (named by the Sentinels)"
+                               : options_.host + ":" + std::to_string(options_.port);
+    if (sentinel() && last.code != Errc::timeout) {
+      return fail(last.code, std::move(message) +
+                                 "; check that the Sentinels in the store URL run and that a "
+                                 "master " +
+                                 options_.master_name + " is up");
+    }
     message += last.code == Errc::timeout
                    ? "; the server at " + at +
                          " did not answer in time (busy, overloaded or paused, or the network "
@@ -548,6 +656,8 @@ class RedisStore final : public Store {
 
   std::mutex mu_;  // guards connection_; held for a whole operation with its retries
   std::unique_ptr<Connection> connection_;
+  std::string master_host_;  // mu_: the master the Sentinels named last
+  int master_port_ = 0;
   std::mutex probe_mu_;
   std::atomic<bool> probed_{false};
   std::optional<MonoTime> last_probe_;  // probe_mu_, on options_.clock
@@ -567,6 +677,9 @@ Result<std::shared_ptr<Store>> make_redis_store(RedisStoreOptions options) {
     return fail(Errc::invalid, "redis store: the port must be from 1 to 65535");
   }
   if (options.db < 0) return fail(Errc::invalid, "redis store: the database number is negative");
+  if (!options.sentinels.empty() && options.master_name.empty()) {
+    return fail(Errc::invalid, "redis store: Sentinels but no master name");
+  }
   if (!options.user.empty() && options.password.empty()) {
     return fail(Errc::invalid, "redis store: a user was given but no password");
   }

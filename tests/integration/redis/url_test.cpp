@@ -46,6 +46,29 @@ TEST(RedisUrl, DefaultsAndFullForm) {
   EXPECT_EQ(describe_redis(v6), "redis://[::1]:7000/0?prefix=instance-guard:");
 }
 
+TEST(RedisUrl, SentinelListsTheSentinelsThenTheMasterNameThenTheDb) {
+  auto s =
+      parse_redis_url("redis+sentinel://s1,10.0.0.2:26380,[::1]/mymaster/2?prefix=p:", with_env({}))
+          .value();
+  ASSERT_EQ(s.sentinels.size(), 3u);
+  EXPECT_EQ(s.sentinels[0], (std::pair<std::string, int>{"s1", 26379}));
+  EXPECT_EQ(s.sentinels[1], (std::pair<std::string, int>{"10.0.0.2", 26380}));
+  EXPECT_EQ(s.sentinels[2], (std::pair<std::string, int>{"::1", 26379}));
+  EXPECT_EQ(s.master_name, "mymaster");
+  EXPECT_EQ(s.db, 2);
+  EXPECT_EQ(s.prefix, "p:");
+  EXPECT_EQ(describe_redis(s),
+            "redis+sentinel://s1:26379,10.0.0.2:26380,[::1]:26379/mymaster/2?prefix=p:");
+  for (const char* url :
+       {"redis+sentinel://s1", "redis+sentinel://s1/", "redis+sentinel://s1,/m",
+        "redis+sentinel://s1/m/x", "redis+sentinel://s1/m%20x", "redis+sentinel://:pw@s1/m"}) {
+    auto r = parse_redis_url(url, with_env({}));
+    ASSERT_FALSE(r.has_value()) << url;
+    EXPECT_EQ(r.error().code, Errc::invalid) << url;
+    EXPECT_EQ(r.error().message.find("pw@"), std::string::npos) << r.error().message;
+  }
+}
+
 TEST(RedisUrl, BadUrlsAreInvalidWithAReason) {
   for (const char* url :
        {"redis://", "redis://:6379", "redis://h:0", "redis://h:65536", "redis://h:x",
