@@ -223,8 +223,10 @@ Outcome Connection::collect(SteadyTime deadline) {
 }
 
 Errc map_sqlstate(std::string_view s) {
-  if (s.starts_with("08") || s == "57P01" || s == "57P02" || s == "57P03" || s == "53300" ||
-      s == "40001" || s == "40P01") {
+  // 25006: a read-only transaction (a standby, or a demoted primary): the
+  // next connection finds the writable host.
+  if (s.starts_with("08") || s == "25006" || s == "57P01" || s == "57P02" || s == "57P03" ||
+      s == "53300" || s == "40001" || s == "40P01") {
     return Errc::unavailable;
   }
   if (s.starts_with("28") || s == "42501") return Errc::permission;

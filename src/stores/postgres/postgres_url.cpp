@@ -97,7 +97,24 @@ Result<PostgresStoreOptions> parse_postgres_url(std::string_view url, const Open
     if (keyword == "password" || keyword == "sslpassword") {
       return invalid(url, "a password in the URL is refused; " + std::string(kPasswordAdvice));
     }
+    if (keyword == "target_session_attrs") {
+      const std::string_view value = o->val;
+      if (value != "read-write" && value != "primary" && value != "any") {
+        return invalid(url, "target_session_attrs=" + std::string(value) +
+                                " makes no sense for a guard, which writes its lease: give "
+                                "read-write (the default with several hosts), primary or any");
+      }
+    }
     out.params.emplace_back(keyword, o->val);
+  }
+  // Several hosts: libpq tries them in turn; a guard needs the one that takes
+  // writes, so read-write unless the URL says otherwise.
+  const bool several = std::ranges::any_of(out.params, [](const auto& p) {
+    return (p.first == "host" || p.first == "hostaddr") && p.second.find(',') != std::string::npos;
+  });
+  if (several && std::ranges::none_of(
+                     out.params, [](const auto& p) { return p.first == "target_session_attrs"; })) {
+    out.params.emplace_back("target_session_attrs", "read-write");
   }
 
   // Credentials: the user from options, environment or URL; the password

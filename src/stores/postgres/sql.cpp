@@ -1,5 +1,7 @@
 #include "sql.hpp"
 
+#include <algorithm>
+
 #include "instance/stores/postgres.hpp"
 
 namespace instance::postgres {
@@ -15,6 +17,27 @@ Result<void> check_table_name(std::string_view table) {
                 "with a digit");
   }
   return {};
+}
+
+namespace {
+// A comma-separated list; never empty (one empty item for an empty text).
+std::vector<std::string> split(std::string_view text) {
+  std::vector<std::string> out;
+  while (true) {
+    const auto comma = text.find(',');
+    out.emplace_back(text.substr(0, comma));
+    if (comma == std::string_view::npos) return out;
+    text.remove_prefix(comma + 1);
+  }
+}
+}  // namespace
+
+std::size_t host_count(const std::vector<std::pair<std::string, std::string>>& params) {
+  std::size_t hosts = 1;
+  for (const auto& [k, v] : params) {
+    if (k == "host" || k == "hostaddr") hosts = std::max(hosts, split(v).size());
+  }
+  return hosts;
 }
 
 std::string endpoint_of(const std::vector<std::pair<std::string, std::string>>& params,
@@ -36,8 +59,15 @@ std::string endpoint_of(const std::vector<std::pair<std::string, std::string>>& 
   if (host.starts_with('/')) {
     query = "host=" + host;  // a Unix socket folder
   } else {
-    out += host;
-    if (!port.empty()) out += ":" + port;
+    // libpq pairs the lists: one port for all hosts, or one per host.
+    const auto hosts = split(host);
+    const auto ports = split(port);
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      if (i > 0) out += ",";
+      out += hosts[i];
+      const std::string& p = ports.size() == hosts.size() ? ports[i] : ports.front();
+      if (!p.empty()) out += ":" + p;
+    }
   }
   out += "/" + dbname;
   if (table != kDefaultPostgresTable)
@@ -81,6 +111,10 @@ Statements::Statements(const std::string& t) {
       " PRIMARY KEY (kind, key));"
       "COMMIT;";
   server_time = "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint::text";
+
+  replication =
+      "SELECT current_setting('synchronous_standby_names'), current_setting('synchronous_commit'), "
+      "(SELECT count(*) FROM pg_stat_replication)::text";
 
   get = "SELECT data, version::text FROM " + T + " WHERE kind = 'd' AND key = $1";
   // A retry of our own create (same nonce) finds its row and succeeds.

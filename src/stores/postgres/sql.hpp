@@ -16,10 +16,13 @@ namespace instance::postgres {
 // PostgreSQL's 63-byte names); Errc::invalid otherwise.
 Result<void> check_table_name(std::string_view table);
 
-// "postgres://host:port/dbname" (plus "?table=<t>" when not the default)
+// "postgres://host:port[,host:port...]/dbname" (plus "?table=<t>" when not the default)
 // from libpq parameters; never a credential.
 std::string endpoint_of(const std::vector<std::pair<std::string, std::string>>& params,
                         std::string_view table);
+
+// How many hosts the parameters name (libpq's comma-separated host list).
+std::size_t host_count(const std::vector<std::pair<std::string, std::string>>& params);
 
 struct Statements {
   explicit Statements(const std::string& table);
@@ -30,6 +33,7 @@ struct Statements {
   std::string exists;         // $1..$3 the names above -> three regclass texts (NULL: missing)
   std::string create_schema;  // a simple-query string: sequences and table, serialised
   std::string server_time;    // -> microseconds since the epoch, as text
+  std::string replication;    // -> (synchronous_standby_names, synchronous_commit, standbys)
 
   std::string get;         // $1 key -> (data, version)
   std::string create;      // $1 key, $2 data, $3 nonce -> version, or no row when present

@@ -68,8 +68,11 @@ class PostgresStore final : public Store {
   }
 
   Capabilities capabilities() override {
-    return {
-        .versions = true, .conditional_writes = true, .native_lease = true, .server_clock = true};
+    return {.versions = true,
+            .conditional_writes = true,
+            .native_lease = true,
+            .server_clock = true,
+            .agreement = agreement()};
   }
 
   Result<Document> get(const Key& key) override {
@@ -277,6 +280,10 @@ class PostgresStore final : public Store {
         schema_ready_ = false;
       }
       if (out.kind != Outcome::ok && out.kind != Outcome::sql_error) lost_ = true;
+      if (out.kind == Outcome::sql_error && out.sqlstate == "25006") {
+        conn_.drop();  // a standby now: libpq picks the writable host on the next connect
+        lost_ = true;
+      }
       const bool retry = out.kind != Outcome::ok && postgres::is_retryable(out);
       const bool applied = out.sent && out.kind != Outcome::sql_error;
       failed = retry ? scrub(out.message) : std::string();
@@ -375,6 +382,46 @@ class PostgresStore final : public Store {
     }
   }
 
+  // The guarantee line's words for the replication behind the primary, from
+  // the server's settings as this session sees them (asked once, until it
+  // answers). Commits wait for a standby only when synchronous_standby_names
+  // names one and synchronous_commit is on or remote_apply; anything less
+  // (remote_write, local, off) may confirm a lease row a failover then loses.
+  std::string agreement() {
+    std::lock_guard lock(topology_mu_);
+    if (!topology_) {
+      auto reply = exec("learn the replication", Key{}, sql_.replication.c_str(), {});
+      if (!reply || reply->rows.size() != 1 || reply->rows.front().size() != 3 ||
+          !std::ranges::all_of(reply->rows.front(), [](const auto& c) { return c.has_value(); })) {
+        return hosts_ > 1 ? "PostgreSQL with " + std::to_string(hosts_) +
+                                " hosts (its replication not learnt): a failover may lose "
+                                "the latest lease rows unless replication is synchronous"
+                          : std::string();
+      }
+      const Row& row = reply->rows.front();
+      topology_ = Topology{.standby_names = *row[0],
+                           .commit = *row[1],
+                           .streaming = parse_number(*row[2]).value_or(0)};
+    }
+    const Topology& t = *topology_;
+    const bool sync = !t.standby_names.empty() && (t.commit == "on" || t.commit == "remote_apply");
+    const std::string who = "PostgreSQL primary (" + std::to_string(hosts_) +
+                            (hosts_ == 1 ? " host" : " hosts") + " in the store URL, " +
+                            std::to_string(t.streaming) + " standby streaming)";
+    if (sync) {
+      return who + ", synchronous replication (synchronous_standby_names '" +
+             printable(t.standby_names, 80) + "', synchronous_commit " + t.commit +
+             "): a lease row is on a standby before the primary confirms it, so a promoted "
+             "standby keeps the claim and its epoch";
+    }
+    if (t.streaming == 0 && hosts_ == 1) return std::string();
+    return who + ", asynchronous replication (synchronous_commit " + t.commit +
+           "): a failover can lose the latest lease rows and epochs, so a promoted standby may "
+           "grant the lock, even with an epoch already given, to another guard while the old "
+           "holder still thinks it holds, until its renewal fails and it fences itself (within "
+           "its ttl)";
+  }
+
   std::string what(std::string_view op, const Key& key) const {
     std::string out(op);
     if (!key.empty()) out += " " + key.str();
@@ -437,6 +484,15 @@ class PostgresStore final : public Store {
   bool lost_ = false;  // a connection broke; say so when it is back
   bool connected_once_ = false;
   bool skew_warned_ = false;
+
+  struct Topology {
+    std::string standby_names;  // synchronous_standby_names
+    std::string commit;         // synchronous_commit
+    std::uint64_t streaming = 0;
+  };
+  std::mutex topology_mu_;  // guards topology_ (taken before mu_)
+  std::optional<Topology> topology_;
+  const std::size_t hosts_ = postgres::host_count(options_.params);
 };
 
 }  // namespace

@@ -119,18 +119,20 @@ void PostgresServer::stop() {
   running_ = false;
 }
 
-std::string PostgresServer::admin(const std::string& sql) const {
-  const std::string conninfo = "host=127.0.0.1 port=" + std::to_string(port_) +
+std::string PostgresServer::admin(const std::string& sql) const { return admin_sql(port_, sql); }
+
+std::string admin_sql(int port, const std::string& sql, bool quiet) {
+  const std::string conninfo = "host=127.0.0.1 port=" + std::to_string(port) +
                                " dbname=guard user=postgres connect_timeout=5";
   PGconn* conn = PQconnectdb(conninfo.c_str());
   std::string value;
   if (PQstatus(conn) != CONNECTION_OK) {
-    ADD_FAILURE() << "admin connection: " << PQerrorMessage(conn);
+    if (!quiet) ADD_FAILURE() << "admin connection: " << PQerrorMessage(conn);
   } else {
     PGresult* r = PQexec(conn, sql.c_str());
     const auto status = PQresultStatus(r);
     if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
-      ADD_FAILURE() << "admin SQL " << sql << ": " << PQresultErrorMessage(r);
+      if (!quiet) ADD_FAILURE() << "admin SQL " << sql << ": " << PQresultErrorMessage(r);
     } else if (status == PGRES_TUPLES_OK && PQntuples(r) > 0 && PQnfields(r) > 0) {
       value = PQgetvalue(r, 0, 0);
     }
@@ -138,6 +140,54 @@ std::string PostgresServer::admin(const std::string& sql) const {
   }
   PQfinish(conn);
   return value;
+}
+
+PostgresCluster::PostgresCluster(bool synchronous) {
+  char dir_template[] = "/tmp/instance-guard-postgres-cluster-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr) {
+    why_ = "mkdtemp failed";
+    return;
+  }
+  dir_ = dir_template;
+  std::filesystem::permissions(dir_, std::filesystem::perms::others_exec,
+                               std::filesystem::perm_options::add);
+  const auto out = dir_ / "start.out";
+  for (int attempt = 0; attempt < 3 && !running_ && !absent_; ++attempt) {
+    ports_[0] = free_port();
+    ports_[1] = free_port();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_ / "c", ec);  // a fresh cluster on the next ports
+    const int rc =
+        run("WATCH_PID=" + std::to_string(::getpid()) + " " + script("start") + " " +
+            std::to_string(ports_[0]) + " " + std::to_string(ports_[1]) +
+            (synchronous ? " sync" : " async") + " > " + shell_quote(out.string()) + " 2>&1");
+    running_ = rc == 0;
+    absent_ = rc == 77;
+    why_ = running_ ? std::string() : read_file(out);
+  }
+}
+
+PostgresCluster::~PostgresCluster() {
+  if (dir_.empty()) return;
+  run(script("stop") + " >/dev/null 2>&1");
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+std::string PostgresCluster::script(const std::string& command) const {
+  return "bash " + shell_quote(std::string(INSTANCE_TEST_SERVERS_DIR) + "/postgres_cluster.sh") +
+         " " + command + " " + shell_quote((dir_ / "c").string());
+}
+
+std::string PostgresCluster::store_url(const std::string& table) const {
+  return "postgres://127.0.0.1:" + std::to_string(ports_[0]) +
+         ",127.0.0.1:" + std::to_string(ports_[1]) + "/guard?table=" + table + "&user=postgres";
+}
+
+void PostgresCluster::crash_primary() { run(script("crash") + " primary >/dev/null 2>&1"); }
+
+void PostgresCluster::promote() {
+  EXPECT_EQ(run(script("promote") + " >/dev/null 2>&1"), 0) << "pg_ctl promote failed";
 }
 
 PostgresStoreOptions test_options(const std::string& table) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "instance/open_store.hpp"
 #include "instance/stores/postgres.hpp"
 #include "support/server_script.hpp"
 
@@ -64,6 +65,43 @@ class PostgresServer {
   std::string skip_reason_;
 };
 
+// A primary and a streaming standby (servers/postgres_cluster.sh) on free
+// loopback ports in a temporary folder, replicating synchronously or not;
+// stopped (folder removed) when destroyed, and by the script's watchdog if
+// the test executable dies first. Logins are trusted (user postgres).
+class PostgresCluster {
+ public:
+  explicit PostgresCluster(bool synchronous);
+  ~PostgresCluster();
+  PostgresCluster(const PostgresCluster&) = delete;
+  PostgresCluster& operator=(const PostgresCluster&) = delete;
+
+  bool running() const { return running_; }
+  bool absent() const { return absent_; }
+  const std::string& why() const { return why_; }
+  int primary_port() const { return ports_[0]; }
+  int standby_port() const { return ports_[1]; }
+  // "postgres://127.0.0.1:P,127.0.0.1:S/guard?table=<table>&user=postgres"
+  std::string store_url(const std::string& table) const;
+  // An immediate shutdown of the primary (a crash: no checkpoint, clients
+  // cut off); the standby promoted (waits until it takes writes).
+  void crash_primary();
+  void promote();
+
+ private:
+  std::string script(const std::string& command) const;
+  std::filesystem::path dir_;
+  int ports_[2] = {0, 0};
+  bool running_ = false;
+  bool absent_ = false;
+  std::string why_;
+};
+
+// Runs SQL as the superuser in database `guard` on 127.0.0.1:port; the first
+// row's first column (empty when none, or on an error when `quiet`; else
+// an error fails the calling test).
+std::string admin_sql(int port, const std::string& sql, bool quiet = false);
+
 // Options for a store on the test cluster in `table` (a fresh one by
 // default), as the trusted superuser, with short timeouts so that failures
 // end quickly.
@@ -71,6 +109,13 @@ PostgresStoreOptions test_options(const std::string& table = PostgresServer::fre
 std::shared_ptr<Store> test_store(PostgresStoreOptions options = test_options());
 // test_options(table), logging in as the role `guard` (kUser) with `password`.
 PostgresStoreOptions guard_options(const std::string& table, std::string password);
+
+// Open options that read no environment variable (no credential leaks in).
+inline OpenOptions no_env() {
+  OpenOptions options;
+  options.getenv = [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
+  return options;
+}
 
 // free_port() is in support/server_script.hpp.
 

@@ -6,16 +6,11 @@
 
 #include "instance/open_store.hpp"
 #include "instance/stores/postgres.hpp"
+#include "server.hpp"  // no_env
 #include "support/temp_dir.hpp"
 
 namespace instance::testing {
 namespace {
-
-OpenOptions no_env() {
-  OpenOptions options;
-  options.getenv = [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
-  return options;
-}
 
 std::string param(const PostgresStoreOptions& o, std::string_view name) {
   for (const auto& [k, v] : o.params) {
