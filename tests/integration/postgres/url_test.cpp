@@ -41,6 +41,29 @@ TEST(PostgresUrl, Defaults) {
   EXPECT_EQ(o->endpoint, "postgres://127.0.0.1/guard");
 }
 
+TEST(PostgresUrl, SeveralHostsGoToLibpqAndAskForTheWritableOne) {
+  auto o = parse_postgres_url("postgres://h1:5432,h2:5433/state", no_env());
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(param(*o, "host"), "h1,h2");
+  EXPECT_EQ(param(*o, "port"), "5432,5433");
+  EXPECT_EQ(param(*o, "target_session_attrs"), "read-write") << "the default with several hosts";
+  auto primary =
+      parse_postgres_url("postgres://h1,h2/state?target_session_attrs=primary", no_env());
+  ASSERT_TRUE(primary) << primary.error().message;
+  EXPECT_EQ(param(*primary, "target_session_attrs"), "primary");
+  auto one = parse_postgres_url("postgres://h1/state", no_env());
+  ASSERT_TRUE(one);
+  EXPECT_EQ(param(*one, "target_session_attrs"), "<none>") << "one host: libpq's own default";
+  for (const char* attrs : {"read-only", "standby", "prefer-standby"}) {
+    auto refused = parse_postgres_url(
+        std::string("postgres://h1,h2/state?target_session_attrs=") + attrs, no_env());
+    ASSERT_FALSE(refused) << attrs;
+    EXPECT_EQ(refused.error().code, Errc::invalid);
+    EXPECT_NE(refused.error().message.find("makes no sense for a guard"), std::string::npos)
+        << refused.error().message;
+  }
+}
+
 TEST(PostgresUrl, APasswordInTheUrlIsRefusedAndNeverEchoed) {
   for (const char* url :
        {"postgres://bob:S3cret-pw@host/db", "postgres://bob@host/db?password=S3cret-pw",
