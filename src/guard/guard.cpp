@@ -108,6 +108,10 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   // tenure's key (none when its write was never tried), the document as
   // written, the records of dead holders the claim found, and the task that
   // closes their tenures and prunes the history after the claim.
+  // history_mu guards tenure_key and tenure, and is held across their
+  // writes: the end of a claim lost while its opening write is still under
+  // way lands after it, never under it.
+  std::mutex history_mu;
   std::optional<Key> tenure_key;
   Tenure tenure;
   std::vector<DeadRecord> dead;
@@ -279,6 +283,7 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
       log().warn("no tenure history for this claim", {{"error", k.error().message}});
       return;
     }
+    std::unique_lock history_lock(history_mu);
     tenure = Tenure{.id = id,
                     .host = self.host,
                     .pid = self.pid,
@@ -289,6 +294,7 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
                     .max_skew = *options->max_skew};
     tenure_key = *k;
     write_tenure("the claim's tenure");
+    history_lock.unlock();
     dead = std::move(found_dead);
     housekeeping = options->scheduler->schedule(Duration::zero(), [weak = weak_from_this()] {
       if (auto self_ptr = weak.lock()) self_ptr->keep_history();
@@ -296,6 +302,7 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   }
 
   void close_tenure(std::string end, std::string reason, WallTime at) {
+    std::lock_guard history_lock(history_mu);
     if (!tenure_key) return;
     tenure.ended_at = std::max(at, tenure.claimed_at);
     tenure.end = std::move(end);
@@ -303,7 +310,7 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     write_tenure("the end of the claim's tenure");
   }
 
-  void write_tenure(std::string_view what) {
+  void write_tenure(std::string_view what) {  // requires history_mu
     if (auto written = store->replace(*tenure_key, encode_tenure(tenure)); !written) {
       log().warn("could not write " + std::string(what) + " to the history; the claim goes on",
                  {{"key", tenure_key->str()}, {"error", written.error().message}});
@@ -316,6 +323,13 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   // of history/, and a read and a write per tenure to close.
   void keep_history() {
     if (housekept.exchange(true)) return;
+    std::string ours;
+    WallTime ours_started{};
+    {
+      std::lock_guard history_lock(history_mu);
+      if (tenure_key) ours = tenure_key->str();
+      ours_started = tenure.started_at;
+    }
     auto listed = store->list(history_prefix());
     if (!listed) {
       log().warn("could not list the history to keep it", {{"error", listed.error().message}});
@@ -325,12 +339,11 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     for (const Key& k : *listed) keys.push_back(k.str());
     std::sort(keys.begin(), keys.end());
     for (const DeadRecord& d : dead) {
-      if (d.record.id == id && d.record.started_at == tenure.started_at) continue;  // ours
+      if (d.record.id == id && d.record.started_at == ours_started) continue;  // ours
       close_dead_tenure(*store, log(), id, d.record, &keys);
     }
     const std::size_t keep = std::max<std::size_t>(options->history_keep, 1);
     if (keys.size() <= keep) return;
-    const std::string ours = tenure_key ? tenure_key->str() : std::string();
     for (std::size_t i = 0; i + keep < keys.size(); ++i) {
       if (keys[i] == ours) continue;
       auto k = Key::parse(keys[i]);
