@@ -384,19 +384,30 @@ class PostgresStore final : public Store {
 
   // The guarantee line's words for the replication behind the primary, from
   // the server's settings as this session sees them (asked once, until it
-  // answers). Commits wait for a standby only when synchronous_standby_names
-  // names one and synchronous_commit is on or remote_apply; anything less
-  // (remote_write, local, off) may confirm a lease row a failover then loses.
+  // answers; a question that failed is not asked again within the same
+  // retry window, so a server that is down costs one round of attempts per
+  // window, not one per capabilities() call). Commits wait for a standby
+  // only when synchronous_standby_names names one and synchronous_commit is
+  // on or remote_apply; anything less (remote_write, local, off) may confirm
+  // a lease row a failover then loses.
   std::string agreement() {
     std::lock_guard lock(topology_mu_);
     if (!topology_) {
-      auto reply = exec("learn the replication", Key{}, sql_.replication.c_str(), {});
-      if (!reply || reply->rows.size() != 1 || reply->rows.front().size() != 3 ||
-          !std::ranges::all_of(reply->rows.front(), [](const auto& c) { return c.has_value(); })) {
+      const auto not_learnt = [this] {
         return hosts_ > 1 ? "PostgreSQL with " + std::to_string(hosts_) +
                                 " hosts (its replication not learnt): a failover may lose "
                                 "the latest lease rows unless replication is synchronous"
                           : std::string();
+      };
+      const MonoTime now = clock_->monotonic();
+      if (topology_failed_at_ && now - *topology_failed_at_ < timeouts_.get().retry_deadline) {
+        return not_learnt();
+      }
+      auto reply = exec("learn the replication", Key{}, sql_.replication.c_str(), {});
+      if (!reply || reply->rows.size() != 1 || reply->rows.front().size() != 3 ||
+          !std::ranges::all_of(reply->rows.front(), [](const auto& c) { return c.has_value(); })) {
+        topology_failed_at_ = clock_->monotonic();
+        return not_learnt();
       }
       const Row& row = reply->rows.front();
       topology_ = Topology{.standby_names = *row[0],
@@ -492,6 +503,7 @@ class PostgresStore final : public Store {
   };
   std::mutex topology_mu_;  // guards topology_ (taken before mu_)
   std::optional<Topology> topology_;
+  std::optional<MonoTime> topology_failed_at_;  // when asking for topology_ last failed
   const std::size_t hosts_ = postgres::host_count(options_.params);
 };
 

@@ -208,6 +208,32 @@ TEST_F(PostgresStoreTest, ADownServerIsATransientErrorNamingTheEndpoint) {
   EXPECT_LT(took, 3s);
 }
 
+// capabilities() is asked at every claim and renewal; while the server is
+// down, its replication is asked once per retry window, not once per call
+// (each question costs a whole round of attempts).
+TEST_F(PostgresStoreTest, ADownServersReplicationIsAskedOncePerRetryWindow) {
+  auto options = test_options(table_);
+  const int port = free_port();
+  options.params = {{"host", "127.0.0.1,127.0.0.1"},
+                    {"port", std::to_string(port) + "," + std::to_string(port)},
+                    {"dbname", "guard"}};
+  options.retry_deadline = 500ms;
+  auto clock = std::make_shared<FakeClock>();
+  options.clock = clock;
+  auto down = test_store(options);
+  const MonoTime before = clock->monotonic();
+  const std::string first = down->capabilities().agreement;
+  const MonoTime asked = clock->monotonic();
+  EXPECT_GT(asked, before) << "the first call asks, retrying on the (fake) clock";
+  EXPECT_NE(first.find("its replication not learnt"), std::string::npos) << first;
+  EXPECT_EQ(down->capabilities().agreement, first);
+  EXPECT_EQ(clock->monotonic(), asked) << "asked again within the retry window";
+  clock->advance(600ms);
+  const MonoTime later = clock->monotonic();
+  EXPECT_EQ(down->capabilities().agreement, first);
+  EXPECT_GT(clock->monotonic(), later) << "not asked again once the window passed";
+}
+
 TEST_F(PostgresStoreTest, ReconnectsAfterARestartAndKeepsTheLease) {
   auto options = test_options(table_);
   options.retry_deadline = 300ms;  // the call to the stopped server gives up soon
