@@ -113,8 +113,9 @@ TEST(AnalyseHistory, AnOpenTenureFollowedByAnotherEndedByItsStartAtTheLatest) {
   EXPECT_EQ(r.end[0], at(12));
   EXPECT_TRUE(r.inferred_end[0]);
   EXPECT_FALSE(r.end[1]);
-  // An open tenure that nothing follows holds until now: a later one that
-  // began beside it overlaps.
+  // The same when the successor has ended too: the open tenure still ends,
+  // at the latest, when b claimed, so the two do not overlap (only a holder
+  // whose record is live again holds on: the next test).
   auto both = analyse_history({tenure("a", 0, std::nullopt), tenure("b", 12, 15)}, at(40));
   EXPECT_TRUE(both.clean()) << "b follows a: a ended by b's start at the latest";
 }
