@@ -21,7 +21,8 @@
 // A granted Claim renews every ttl/3 through the injected scheduler. Outside
 // announce, it is lost when a renewal finds it was taken (a failed
 // compare-and-set, a collision seen by a renewal scan) or when no renewal has
-// succeeded for ttl - max_skew on the monotonic clock; on_lost is then called
+// succeeded for ttl - max_skew on the monotonic clock (Clock::monotonic(): CLOCK_BOOTTIME for
+// the system clock, so a suspend counts); on_lost is then called
 // once. On a store's native lease the store's grant counts
 // (LockGrant::granted): a shorter grant sets the period (grant/3) and the
 // deadline (grant - max_skew); a grant under 3 x max_skew (or 1 s) is refused

@@ -82,13 +82,6 @@ int report_refusal(const ClaimError& refusal, const Store& store, Logger& log) {
   return kExitTempFail;
 }
 
-// Milliseconds from `now` until `at`, rounded up, for poll().
-int poll_timeout(MonoTime at, MonoTime now) {
-  if (at <= now) return 0;
-  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(at - now).count();
-  return ms >= INT_MAX ? INT_MAX : static_cast<int>(ms);
-}
-
 // Ends the tool at once with `code`, without destructors (they would stand
 // down and wait for the store); our record expires on its own.
 [[noreturn]] void exit_now(int code) {
@@ -337,7 +330,7 @@ class Supervisor {
   void forward_signals(const Child& child);
   void notice_loss(const Child& child, std::optional<MonoTime> deadline, MonoTime now);
   void kill_if_due(const Child& child, MonoTime now);
-  int watch_timeout(std::optional<MonoTime> deadline, MonoTime now) const;
+  std::optional<MonoTime> next_wake(std::optional<MonoTime> deadline) const;
   [[noreturn]] void exit_lost(Claim& claim, int status);
 
   Events& events_;
@@ -464,12 +457,11 @@ int Supervisor::watch(Child& child, const Claim& claim) {
   for (;;) {
     forward_signals(child);
     if (auto status = child.poll_exit()) return *status;
-    const MonoTime now = std::chrono::steady_clock::now();
+    const MonoTime now = BootClock::now();
     const std::optional<MonoTime> deadline = claim.fence_deadline();
     if (!lost_) notice_loss(child, deadline, now);
     kill_if_due(child, now);
-    const int timeout = watch_timeout(deadline, now);
-    if (wait_for_events(events_.signals, events_.renewals, timeout).wakeup) {
+    if (wait_for_events(events_.signals, events_.renewals, next_wake(deadline)).wakeup) {
       events_.renewals.consume();
     }
   }
@@ -518,12 +510,13 @@ void Supervisor::kill_if_due(const Child& child, MonoTime now) {
   killed_ = true;
 }
 
-// How long the watch may sleep: no periodic wake-ups, only until the
-// deadlines that matter (-1: none).
-int Supervisor::watch_timeout(std::optional<MonoTime> deadline, MonoTime now) const {
-  if (kill_at_ && !killed_) return poll_timeout(*kill_at_, now);
-  if (!lost_ && deadline) return poll_timeout(*deadline, now);
-  return -1;
+// Until when the watch may sleep: no periodic wake-ups, only until the
+// deadline that matters next (nullopt: none). On the BootClock, so a tool
+// stopped or suspended past it acts the moment it runs again.
+std::optional<MonoTime> Supervisor::next_wake(std::optional<MonoTime> deadline) const {
+  if (kill_at_ && !killed_) return kill_at_;
+  if (!lost_ && deadline) return deadline;
+  return std::nullopt;
 }
 
 void Supervisor::stand_down(Claim& claim, int exit_code) {
@@ -547,19 +540,17 @@ void Supervisor::stand_down(Claim& claim, int exit_code) {
 // `exit_code` at a signal or when --stand-down-timeout passes first.
 void Supervisor::wait_for_stand_down(const Wakeup& done, int exit_code,
                                      const std::string& expires_at) {
-  using steady = std::chrono::steady_clock;
   const Duration budget = plan_.stand_down_budget;
-  const MonoTime deadline = steady::now() + budget;
+  const MonoTime deadline = BootClock::now() + budget;
   for (;;) {
-    const Ready ready =
-        wait_for_events(events_.signals, done, poll_timeout(deadline, steady::now()));
+    const Ready ready = wait_for_events(events_.signals, done, deadline);
     if (ready.wakeup && done.consume()) return;
     for (const int sig : events_.drain()) {
       log_.warn("signal during stand-down; exiting without waiting for the store",
                 {{"signal", signal_name(sig)}, {"expires_at", expires_at}});
       exit_now(exit_code);
     }
-    if (steady::now() >= deadline) {
+    if (BootClock::now() >= deadline) {
       log_.warn(
           "stand-down did not finish within --stand-down-timeout; exiting, the record "
           "expires on its own",

@@ -3,8 +3,10 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -88,19 +90,45 @@ bool Wakeup::consume() const noexcept {
 }
 
 Ready wait_for_events(const SignalFd& signals, const Wakeup& wakeup) {
-  return wait_for_events(signals, wakeup, -1);
+  return wait_for_events(signals, wakeup, std::nullopt);
 }
 
-Ready wait_for_events(const SignalFd& signals, const Wakeup& wakeup, int timeout_ms) {
-  std::array<pollfd, 2> fds{pollfd{signals.fd(), POLLIN, 0}, pollfd{wakeup.fd(), POLLIN, 0}};
+Ready wait_for_events(const SignalFd& signals, const Wakeup& wakeup,
+                      std::optional<MonoTime> until) {
+  // One timer per thread, made at its first timed wait and kept: only the
+  // main thread waits here.
+  thread_local const int timer = [] {
+    const int fd = ::timerfd_create(CLOCK_BOOTTIME, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (fd < 0) throw_errno("timerfd_create(CLOCK_BOOTTIME)");
+    return fd;
+  }();
+  if (until) {
+    const auto since_boot = until->time_since_epoch();
+    // At or before boot means "due now": an all-zero value would disarm.
+    const auto at = std::max(since_boot, Duration{1});
+    itimerspec spec{};
+    spec.it_value.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(at).count();
+    spec.it_value.tv_nsec = (at % std::chrono::seconds(1)).count();
+    if (::timerfd_settime(timer, TFD_TIMER_ABSTIME, &spec, nullptr) != 0) {
+      throw_errno("timerfd_settime");
+    }
+  }
+  std::array<pollfd, 3> fds{pollfd{signals.fd(), POLLIN, 0}, pollfd{wakeup.fd(), POLLIN, 0},
+                            pollfd{timer, POLLIN, 0}};
+  const nfds_t watched = until ? 3 : 2;
+  Ready ready;
   for (;;) {
-    // An EINTR restarts with the full timeout; callers recompute theirs from
-    // the monotonic clock after every return anyway.
-    const int n = ::poll(fds.data(), fds.size(), timeout_ms);
+    const int n = ::poll(fds.data(), watched, -1);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw_errno("poll");
-    return Ready{(fds[0].revents & POLLIN) != 0, (fds[1].revents & POLLIN) != 0};
+    ready = Ready{(fds[0].revents & POLLIN) != 0, (fds[1].revents & POLLIN) != 0};
+    break;
   }
+  if (until) {
+    const itimerspec off{};
+    ::timerfd_settime(timer, 0, &off, nullptr);  // disarmed, and any expiry count cleared
+  }
+  return ready;
 }
 
 std::string signal_name(int signal) {

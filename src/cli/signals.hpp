@@ -13,8 +13,11 @@
 #include <signal.h>
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "instance/clock.hpp"
 
 namespace instance::cli {
 
@@ -99,9 +102,12 @@ struct Ready {
 // queued or the wake-up is posted.
 Ready wait_for_events(const SignalFd& signals, const Wakeup& wakeup);
 
-// Like the above, but also returns (with nothing ready) after `timeout_ms`
-// milliseconds; -1 waits without timeout.
-Ready wait_for_events(const SignalFd& signals, const Wakeup& wakeup, int timeout_ms);
+// Like the above, but also returns (with nothing ready) once the BootClock
+// reaches `until` (at once when it has passed; nullopt: never). The wait is
+// a timer on CLOCK_BOOTTIME at that absolute time, not a timeout: a process
+// stopped (SIGSTOP), or a host suspended, past `until` returns the moment it
+// runs again, whatever happened to CLOCK_MONOTONIC meanwhile.
+Ready wait_for_events(const SignalFd& signals, const Wakeup& wakeup, std::optional<MonoTime> until);
 
 // "SIGTERM" for SIGTERM; "signal N" for anything unnamed.
 std::string signal_name(int signal);

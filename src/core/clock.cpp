@@ -1,11 +1,19 @@
 #include "instance/clock.hpp"
 
+#include <time.h>
+
 #include <condition_variable>
 #include <mutex>
 
 namespace instance {
 
 Clock::~Clock() = default;
+
+BootClock::time_point BootClock::now() noexcept {
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);  // cannot fail: the clock id is valid since Linux 2.6.39
+  return time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
+}
 
 namespace {
 
@@ -14,7 +22,7 @@ class SystemClock final : public Clock {
   WallTime wall() override {
     return std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
   }
-  MonoTime monotonic() override { return std::chrono::steady_clock::now(); }
+  MonoTime monotonic() override { return BootClock::now(); }
   bool sleep_for(Duration d, std::stop_token stop) override {
     std::mutex mu;
     std::condition_variable_any cv;

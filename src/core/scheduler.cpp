@@ -50,7 +50,7 @@ class ThreadScheduler final : public Scheduler {
   TaskId schedule(Duration delay, std::function<void()> task) override {
     std::lock_guard lock(state_->mu);
     const TaskId id = state_->next_id++;
-    state_->tasks.emplace(std::chrono::steady_clock::now() + delay, Task{id, std::move(task)});
+    state_->tasks.emplace(BootClock::now() + delay, Task{id, std::move(task)});
     state_->cv.notify_all();
     return id;
   }
@@ -86,7 +86,7 @@ class ThreadScheduler final : public Scheduler {
           continue;
         }
         const auto due = tasks.begin()->first;
-        if (std::chrono::steady_clock::now() < due) {
+        if (BootClock::now() < due) {
           cv.wait_until(lock, stop, due,
                         [&] { return !tasks.empty() && tasks.begin()->first < due; });
           continue;

@@ -151,17 +151,23 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     });
   }
 
+  // Why the claim is lost when its self-fencing deadline passed (requires
+  // mu).
+  Error fence_passed() const {
+    return Error{Errc::lost,
+                 "no renewal succeeded for " +
+                     std::string(held.granted > Duration::zero() && held.granted < options->ttl
+                                     ? "the store's lock grant"
+                                     : "ttl") +
+                     " - max-skew (" + format_duration(window() - *options->max_skew) +
+                     "); another instance may take over now"};
+  }
+
   void check_fence() {
     std::unique_lock lock(mu);
     if (status != ClaimStatus::held) return;
     if (options->clock->monotonic() < deadline) return;  // renewed meanwhile
-    lose(lock, Error{Errc::lost,
-                     "no renewal succeeded for " +
-                         std::string(held.granted > Duration::zero() && held.granted < options->ttl
-                                         ? "the store's lock grant"
-                                         : "ttl") +
-                         " - max-skew (" + format_duration(window() - *options->max_skew) +
-                         "); another instance may take over now"});
+    lose(lock, fence_passed());
     // A renewal may be stuck holding `io`; it withdraws our record when it
     // returns. Otherwise do it now.
     std::unique_lock io_lock(io, std::try_to_lock);
@@ -172,8 +178,17 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     std::lock_guard io_lock(io);
     Holding work;
     {
-      std::lock_guard lock(mu);
+      std::unique_lock lock(mu);
       if (status != ClaimStatus::held) return;
+      // Woken after the self-fencing deadline (the process was stopped, the
+      // host paused or suspended past it): the claim is lost before anything
+      // else happens, a request to the store included, so the holder hears
+      // it first. The fence task may still be queued behind this one.
+      if (protocol->detects_loss() && options->clock->monotonic() >= deadline) {
+        lose(lock, fence_passed());
+        withdraw_record();
+        return;
+      }
       work = held;
     }
     const MonoTime started = options->clock->monotonic();

@@ -189,6 +189,35 @@ TEST_F(ModesTest, SuccessfulRenewalsMoveTheFenceDeadline) {
   EXPECT_TRUE(a.active());
 }
 
+// A guard stopped past its self-fencing deadline (SIGSTOP, a paused host)
+// learns of it at its next wake-up: the renewal due long ago runs first, and
+// must tell the holder the claim is lost before it asks the store anything.
+TEST_F(ModesTest, ARenewalWokenPastTheFenceDeadlineLosesTheClaimBeforeAnyRequest) {
+  auto calls = [&] {
+    int n = 0;
+    for (Op op :
+         {Op::get, Op::create, Op::replace, Op::remove, Op::list, Op::replace_if, Op::remove_if}) {
+      n += store->calls(op);
+    }
+    return n;
+  };
+  std::optional<int> calls_when_told;
+  auto opts = options("a", Mode::exclusive);
+  opts.on_lost = [&](const Error&) { calls_when_told = calls(); };
+  auto a = Guard::create(store, opts).value().claim().value();
+  scheduler->run_due();  // the history's upkeep after the claim
+  const int before = calls();
+  clock->advance(40s);  // paused: no task ran; renewal (10 s) and fence (28 s) are overdue
+  EXPECT_EQ(a.status(), ClaimStatus::held);
+  scheduler->run_due();
+  ASSERT_TRUE(calls_when_told.has_value());
+  EXPECT_EQ(*calls_when_told, before);  // told first: not one request before
+  EXPECT_EQ(a.status(), ClaimStatus::lost);
+  EXPECT_NE(a.loss()->message.find("no renewal succeeded"), std::string::npos) << a.loss()->message;
+  EXPECT_EQ(store->calls(Op::replace_if), 0);  // the lease was never rewritten after the pause
+  EXPECT_FALSE(exists("instances/a"));         // our record withdrawn, after the loss was told
+}
+
 TEST_F(ModesTest, ExclusiveNeverOverwritesAnUnreadableLease) {
   const Key lease = Key::parse("instances.lease").value();
   ASSERT_TRUE(memory->replace(lease, "garbage"));

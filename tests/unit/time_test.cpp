@@ -1,9 +1,13 @@
 #include "instance/time.hpp"
 
+#include <time.h>
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <limits>
+
+#include "instance/clock.hpp"
 
 namespace instance {
 namespace {
@@ -13,6 +17,24 @@ using namespace std::chrono_literals;
 
 WallTime at(int y, unsigned mo, unsigned d, int h, int mi, int s, nanoseconds frac = 0ns) {
   return sys_days{year{y} / mo / d} + hours{h} + minutes{mi} + seconds{s} + frac;
+}
+
+Duration boottime() {
+  timespec ts{};
+  EXPECT_EQ(::clock_gettime(CLOCK_BOOTTIME, &ts), 0);
+  return seconds(ts.tv_sec) + nanoseconds(ts.tv_nsec);
+}
+
+// The guard's deadlines count on CLOCK_BOOTTIME, which goes on through a
+// suspend of the host, and so does the system clock's monotonic().
+TEST(BootClock, ReadsClockBoottime) {
+  const Duration before = boottime();
+  const Duration read = BootClock::now().time_since_epoch();
+  const Duration from_clock = system_clock()->monotonic().time_since_epoch();
+  const Duration after = boottime();
+  EXPECT_LE(before, read);
+  EXPECT_LE(read, from_clock);
+  EXPECT_LE(from_clock, after);
 }
 
 TEST(Rfc3339, FormatsLikeGoRfc3339Nano) {
