@@ -147,7 +147,9 @@ struct ClaimError {
 struct WaitOptions {
   // Give up (with the refusal) after this long; forever when zero.
   Duration timeout{0};
-  // Poll interval, growing from min to max with jitter while waiting.
+  // Poll interval, growing from min to max with jitter while waiting; on a
+  // store that wakes its waiters, the longest a wait for a wake-up lasts
+  // before the guard asks again (covering a missed one).
   Duration poll_min = std::chrono::milliseconds(100);
   Duration poll_max = std::chrono::milliseconds(250);
   // Told whom we wait for: at the start and whenever the holder changes.
@@ -209,8 +211,11 @@ class INSTANCE_EXPORT Guard {
   // operations with Errc::cancelled (nothing of ours is left behind).
   std::expected<Claim, ClaimError> claim(std::stop_token stop = {});
 
-  // Like claim(), but while another instance holds the store, polls until it
-  // stands down or expires (or `wait.timeout` passes, or `stop`).
+  // Like claim(), but while another instance holds the store, waits until it
+  // stands down or expires (or `wait.timeout` passes, or `stop`): woken by
+  // the store where it can tell (Store::await_change: the directory store's
+  // lock), else polling, and polling too between wake-ups that did not end
+  // in a claim.
   std::expected<Claim, ClaimError> claim_waiting(const WaitOptions& wait,
                                                  std::stop_token stop = {});
 

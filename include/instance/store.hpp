@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -185,6 +186,14 @@ class INSTANCE_EXPORT Store {
   // lock(). Errc::not_found when nobody holds it; Errc::unsupported (the
   // default) where the store cannot tell. Reads only.
   virtual Result<LockHolder> lock_holder(const Key& key);
+  // await_change: blocks for at most `timeout`, or until `stop` is
+  // requested, until the document or lock `key` may have changed (a lock
+  // released, its holder dead), so that a claim waiting for its holder
+  // tries again the moment it can instead of at its next poll. true: it may
+  // have changed (possibly spuriously: the caller claims as usual); false:
+  // the timeout passed or stop was requested. Errc::unsupported (the
+  // default): the store cannot tell, and the caller polls. Sends no write.
+  virtual Result<bool> await_change(const Key& key, Duration timeout, std::stop_token stop);
   // Fits the store's timing to the guard that uses it. Guard::create() calls
   // it; a consumer has no need to. A store that retries derives, here and
   // only here, its retry budget per operation, its request timeouts and its

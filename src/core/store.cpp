@@ -36,6 +36,10 @@ Result<LockHolder> Store::lock_holder(const Key& key) {
   return fail(Errc::unsupported, describe() + " cannot tell who holds the lock on " + key.str());
 }
 
+Result<bool> Store::await_change(const Key& key, Duration, std::stop_token) {
+  return fail(Errc::unsupported, describe() + " cannot tell when " + key.str() + " changes");
+}
+
 void Store::tune(const StoreTiming&) {}
 
 }  // namespace instance

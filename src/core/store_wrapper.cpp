@@ -33,6 +33,9 @@ Result<void> StoreWrapper::unlock(const Key& key, std::string_view token) {
   return target_->unlock(key, token);
 }
 Result<LockHolder> StoreWrapper::lock_holder(const Key& key) { return target_->lock_holder(key); }
+Result<bool> StoreWrapper::await_change(const Key& key, Duration timeout, std::stop_token stop) {
+  return target_->await_change(key, timeout, std::move(stop));
+}
 void StoreWrapper::tune(const StoreTiming& timing) { target_->tune(timing); }
 
 }  // namespace instance

@@ -709,6 +709,7 @@ std::expected<Claim, ClaimError> Guard::claim_waiting(const WaitOptions& wait,
   std::mt19937_64 rng{std::random_device{}()};
   Duration poll = wait.poll_min;
   std::optional<std::string> told;  // the holder we last said we wait for
+  int quick_wakes = 0;              // store wake-ups in a row, each followed by a refusal
   while (true) {
     auto claimed = claim(stop);
     if (claimed || claimed.error().error.code != Errc::another_instance) return claimed;
@@ -724,6 +725,36 @@ std::expected<Claim, ClaimError> Guard::claim_waiting(const WaitOptions& wait,
     std::uniform_int_distribution<Duration::rep> jitter(0, poll.count() / 2);
     Duration nap = poll * 3 / 4 + Duration{jitter(rng)};
     if (wait.timeout > Duration{0}) nap = std::min(nap, wait.timeout - waited);
+    // Where the store can tell, wait for the key that refused us to change
+    // (the directory store: the kernel wakes us as the holder's lock goes),
+    // for at most this nap, so a missed change costs one poll. Two wake-ups
+    // in a row that did not end in a claim (the lock came free, but a
+    // record or another waiter still refused us) fall back to the poll:
+    // never a busy loop. After a wake-up that ended in a refusal, a pause of
+    // up to poll_min / 20 first: waiters woken at the same instant otherwise
+    // keep colliding (each one's glance at the lock refuses the other).
+    if (holder && quick_wakes < 2) {
+      if (quick_wakes > 0) {
+        std::uniform_int_distribution<Duration::rep> spread(0, wait.poll_min.count() / 20);
+        if (!clock.sleep_for(Duration{spread(rng)}, stop)) {
+          return std::unexpected(detail::failure(Errc::cancelled, "wait cancelled"));
+        }
+      }
+      auto changed = store_->await_change(holder->key, nap, stop);
+      if (changed) {
+        if (stop.stop_requested()) {
+          return std::unexpected(detail::failure(Errc::cancelled, "wait cancelled"));
+        }
+        quick_wakes = *changed ? quick_wakes + 1 : 0;
+        if (!*changed) poll = std::min(wait.poll_max, poll * 2);
+        continue;
+      }
+      if (changed.error().code != Errc::unsupported) {
+        options_->logger->debug("cannot wait for the holder to change; polling",
+                                {{"error", changed.error().message}});
+      }
+    }
+    quick_wakes = 0;
     if (!clock.sleep_for(nap, stop)) {
       return std::unexpected(detail::failure(Errc::cancelled, "wait cancelled"));
     }

@@ -16,7 +16,9 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <optional>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,6 +60,7 @@ std::string read_file(const fs::path& path) {
 // Exit codes a child process uses to report a store result.
 constexpr int kChildOk = 0;
 constexpr int kChildSetupFailed = 99;
+constexpr auto kTtl = std::chrono::seconds(30);
 int exit_code_of(Errc code) { return 100 + static_cast<int>(code); }
 template <class T>
 int exit_code_of(const Result<T>& result) {
@@ -80,6 +83,40 @@ class DirectoryStoreTest : public ::testing::Test {
 
   fs::path root() const { return dir_.path() / "root"; }
   Store& store() { return *store_; }
+
+  // Forks a process that takes the lock on `k` as `owner` with a store of
+  // its own and then waits to be killed; returns its pid once it holds the
+  // lock, or -1 (and the test fails) when it could not take it.
+  pid_t fork_lock_holder(const Key& k, const char* owner) {
+    int ready[2];
+    if (::pipe(ready) != 0) return -1;
+    std::fflush(nullptr);
+    const pid_t holder = ::fork();
+    if (holder == 0) {
+      ::close(ready[0]);
+      auto own = make_directory_store({.root = root()});
+      const char verdict = own && (*own)->lock(k, kTtl, owner) ? 'L' : 'F';
+      [[maybe_unused]] auto n = ::write(ready[1], &verdict, 1);
+      while (true) ::pause();
+    }
+    ::close(ready[1]);
+    char verdict = 0;
+    const bool told = holder > 0 && ::read(ready[0], &verdict, 1) == 1;
+    ::close(ready[0]);
+    if (!told || verdict != 'L') {
+      ADD_FAILURE() << "the forked holder could not take the lock";
+      if (holder > 0) kill_and_reap(holder);
+      return -1;
+    }
+    return holder;
+  }
+
+  static void kill_and_reap(pid_t pid) {
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status));
+  }
 
   testing::TempDir dir_;
   std::shared_ptr<Store> store_;
@@ -634,8 +671,6 @@ TEST_F(DirectoryStoreTest, ConcurrentCreateFromProcessesHasExactlyOneWinner) {
 // ---------------------------------------------------------------------------
 // Native leases: OFD locks.
 
-constexpr auto kTtl = std::chrono::seconds(30);
-
 TEST_F(DirectoryStoreTest, LockExcludesASecondStoreOnTheSameRoot) {
   const auto k = key("instances.lock");
   auto other = make_directory_store({.root = root()});
@@ -784,32 +819,14 @@ TEST_F(DirectoryStoreTest, LockExcludesOtherProcessesAndDiesWithItsHolder) {
   }
   // A child holds: the parent is refused until the child is killed, then
   // takes over at once.
-  int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  std::fflush(nullptr);
-  const pid_t holder = ::fork();
-  ASSERT_GE(holder, 0);
-  if (holder == 0) {
-    ::close(ready[0]);
-    auto own = make_directory_store({.root = root()});
-    const char verdict = own && (*own)->lock(k, kTtl, "child") ? 'L' : 'F';
-    [[maybe_unused]] auto n = ::write(ready[1], &verdict, 1);
-    while (true) ::pause();
-  }
-  ::close(ready[1]);
-  char verdict = 0;
-  ASSERT_EQ(::read(ready[0], &verdict, 1), 1);
-  ::close(ready[0]);
-  EXPECT_EQ(verdict, 'L');
+  const pid_t holder = fork_lock_holder(k, "child");
+  ASSERT_GT(holder, 0);
   auto refused = store().lock(k, kTtl, "parent");
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, Errc::locked);
   EXPECT_THAT(refused.error().message, HasSubstr("child"));
 
-  ASSERT_EQ(::kill(holder, SIGKILL), 0);
-  int status = 0;
-  ASSERT_EQ(::waitpid(holder, &status, 0), holder);
-  ASSERT_TRUE(WIFSIGNALED(status));
+  kill_and_reap(holder);
   auto taken = store().lock(k, kTtl, "parent");
   ASSERT_TRUE(taken) << taken.error().message;
   EXPECT_TRUE(store().refresh_lock(k, taken->token, kTtl));
@@ -857,6 +874,65 @@ TEST_F(DirectoryStoreTest, AProgramTheHolderStartedKeepsTheLockAfterTheHolderDie
     taken = store().lock(k, kTtl, "next");
   }
   EXPECT_TRUE(taken) << taken.error().message;
+}
+
+// --wait's hand-over: a waiter blocks in the kernel on the lock file and is
+// woken as the holder's lock goes, not at its next poll. Each wait below is
+// given a minute: one that was not woken would come back false after it.
+TEST_F(DirectoryStoreTest, AWaiterIsWokenTheMomentTheHolderDies) {
+  const auto k = key("instances.lock");
+  const pid_t holder = fork_lock_holder(k, "holder");
+  ASSERT_GT(holder, 0);
+  auto still = store().await_change(k, 20ms, {});
+  ASSERT_TRUE(still) << still.error().message;
+  EXPECT_FALSE(*still);  // held: the wait times out
+
+  std::optional<Result<bool>> woken;
+  std::thread waiter([&] { woken = store().await_change(k, 1min, {}); });
+  kill_and_reap(holder);
+  waiter.join();
+  ASSERT_TRUE(woken.has_value() && woken->has_value());
+  EXPECT_TRUE(**woken);
+  EXPECT_TRUE(store().lock(k, kTtl, "next"));  // and the lock is free to take
+}
+
+TEST_F(DirectoryStoreTest, AWaiterIsWokenByAnUnlockInAnotherStore) {
+  const auto k = key("instances.lock");
+  auto other = make_directory_store({.root = root()}).value();
+  auto held = other->lock(k, kTtl, "other");
+  ASSERT_TRUE(held);
+  std::optional<Result<bool>> woken;
+  std::thread waiter([&] { woken = store().await_change(k, 1min, {}); });
+  ASSERT_TRUE(other->unlock(k, held->token));
+  waiter.join();
+  ASSERT_TRUE(woken.has_value() && woken->has_value());
+  EXPECT_TRUE(**woken);
+}
+
+TEST_F(DirectoryStoreTest, AWaitForALockEndsWhenStopIsRequested) {
+  const auto k = key("instances.lock");
+  const pid_t holder = fork_lock_holder(k, "holder");
+  ASSERT_GT(holder, 0);
+  std::stop_source stop;
+  std::optional<Result<bool>> woken;
+  std::thread waiter([&] { woken = store().await_change(k, 1min, stop.get_token()); });
+  stop.request_stop();
+  waiter.join();
+  ASSERT_TRUE(woken.has_value() && woken->has_value());
+  EXPECT_FALSE(**woken);  // not a change: the holder still holds
+  EXPECT_EQ(store().lock(k, kTtl, "next").error().code, Errc::locked);
+  kill_and_reap(holder);
+  // The thread left waiting in the kernel serves the next wait, which sees
+  // the holder gone.
+  auto next = store().await_change(k, 1min, {});
+  ASSERT_TRUE(next) << next.error().message;
+  EXPECT_TRUE(*next);
+}
+
+TEST_F(DirectoryStoreTest, AWaitForALockNobodyEverTookReturnsAtOnce) {
+  auto free = store().await_change(key("instances.lock"), 1min, {});
+  ASSERT_TRUE(free) << free.error().message;
+  EXPECT_TRUE(*free);
 }
 
 TEST_F(DirectoryStoreTest, ClosingTheStoreReleasesItsLocks) {

@@ -514,6 +514,74 @@ TEST_F(ModesTest, AStopRequestEndsTheWait) {
   EXPECT_EQ(b.error().error.code, Errc::cancelled);
 }
 
+// A store that can tell when a key changes (as the directory store's lock
+// does): answers await_change from a script, and runs `on_wait` inside it
+// (what happens while the waiter blocks).
+class WakingStore final : public StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  std::vector<bool> answers;       // in order; then unsupported
+  std::function<void()> on_wait;   // runs inside each await_change
+  std::vector<Key> keys;           // the keys waited on
+  std::vector<Duration> timeouts;  // and for how long at most
+  Result<bool> await_change(const Key& key, Duration timeout, std::stop_token) override {
+    keys.push_back(key);
+    timeouts.push_back(timeout);
+    if (on_wait) on_wait();
+    if (keys.size() > answers.size()) return fail(Errc::unsupported, "no more answers");
+    return answers[keys.size() - 1];
+  }
+};
+
+TEST_F(ModesTest, AWaitingClaimIsWokenByTheStoreInsteadOfPolling) {
+  auto holder = guard("a", Mode::exclusive).claim().value();
+  auto waking = std::make_shared<WakingStore>(store);
+  waking->answers = {true};
+  waking->on_wait = [&] { ASSERT_TRUE(holder.stand_down()); };  // it leaves while b waits
+  const MonoTime start = clock->monotonic();
+  auto b = guard("b", Mode::exclusive, waking).claim_waiting({});
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  ASSERT_EQ(waking->keys.size(), 1u);
+  EXPECT_EQ(waking->keys[0].str(), "instances.lease");  // the key that refused b
+  EXPECT_LE(waking->timeouts[0], Duration{125ms});      // no longer than the poll it replaces
+  EXPECT_EQ(clock->monotonic() - start, Duration{0}) << "woken, so it never slept";
+}
+
+TEST_F(ModesTest, AWaitThatTimesOutIsAPollAndTheNextWaitsLonger) {
+  auto holder = guard("a", Mode::exclusive).claim().value();
+  auto waking = std::make_shared<WakingStore>(store);
+  waking->answers = {false, false};
+  waking->on_wait = [&] {
+    if (waking->keys.size() == 2) {
+      ASSERT_TRUE(holder.stand_down());
+    }
+  };
+  auto b = guard("b", Mode::exclusive, waking).claim_waiting({});
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  ASSERT_EQ(waking->timeouts.size(), 2u);
+  // The poll doubles (100 ms, then 200 ms), each wait 3/4 to 5/4 of it.
+  EXPECT_GE(waking->timeouts[0], Duration{75ms});
+  EXPECT_LE(waking->timeouts[0], Duration{125ms});
+  EXPECT_GE(waking->timeouts[1], Duration{150ms});
+  EXPECT_LE(waking->timeouts[1], Duration{250ms});
+}
+
+TEST_F(ModesTest, WakeUpsThatEndInRefusalsFallBackToPolling) {
+  // The store keeps saying "changed" while the holder stays: after two such
+  // wake-ups the waiter sleeps its poll on the clock before it asks again.
+  auto holder = guard("a", Mode::exclusive).claim().value();
+  auto waking = std::make_shared<WakingStore>(store);
+  waking->answers = {true, true, true, true};
+  const MonoTime start = clock->monotonic();
+  auto b = guard("b", Mode::exclusive, waking).claim_waiting({.timeout = 1s});
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().error.code, Errc::another_instance);
+  EXPECT_EQ(clock->monotonic() - start, Duration{1s});
+  // Two wake-ups, a poll, two more, polls: never more wake-ups than polls allow.
+  EXPECT_LE(waking->keys.size(), 8u);
+  EXPECT_GE(waking->keys.size(), 4u);
+}
+
 TEST_F(ModesTest, BadTimingOptionsAreRejected) {
   auto o = options("a", Mode::verify);
   o.max_skew = 15s;  // half the ttl

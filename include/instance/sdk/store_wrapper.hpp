@@ -33,6 +33,7 @@ class INSTANCE_EXPORT StoreWrapper : public Store {
   Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
   Result<void> unlock(const Key& key, std::string_view token) override;
   Result<LockHolder> lock_holder(const Key& key) override;
+  Result<bool> await_change(const Key& key, Duration timeout, std::stop_token stop) override;
   void tune(const StoreTiming& timing) override;
 
  protected:

@@ -49,6 +49,7 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
@@ -60,6 +61,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -647,6 +649,60 @@ class DirectoryStore final : public Store {
     return {};
   }
 
+  // Waits for the OFD lock on the lease key's file to be free: a thread
+  // blocks in the kernel for a read lock (F_OFD_SETLKW), which is granted
+  // the moment the holder unlocks or its last process dies, and gives it
+  // back at once. The thread outlives a wait that timed out and serves the
+  // next one on the same key, so a waiter never has more than one per key.
+  // A key without a lock file has no lock to wait for (true at once).
+  Result<bool> await_change(const Key& key, Duration timeout, std::stop_token stop) override {
+    const Operation ctx("wait for the lock", key, where_);
+    if (key.empty()) return ctx.fail(Errc::invalid, "the root key cannot be locked");
+    const std::string name = lease_file_name(key);
+    std::shared_ptr<LockWait> wait;
+    {
+      const std::lock_guard guard(waits_mutex_);
+      auto& slot = waits_[name];
+      if (!slot) {
+        auto folder = open_lease_folder(ctx, false);
+        if (!folder) {
+          if (folder.error().code == Errc::not_found) return true;
+          return std::unexpected(folder.error());
+        }
+        UniqueFd fd(::openat(folder->get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+        if (fd.get() < 0) {
+          if (errno == ENOENT) return true;
+          if (errno == ELOOP) return ctx.symlink(std::string(kLeaseFolder) + "/" + name);
+          return ctx.fail_errno(errno, "cannot open the lock file " + name);
+        }
+        slot = std::make_shared<LockWait>();
+        std::thread([wait = slot, fd = std::move(fd)] {
+          struct flock fl {};
+          fl.l_type = F_RDLCK;
+          fl.l_whence = SEEK_SET;
+          int err = 0;
+          while (::fcntl(fd.get(), F_OFD_SETLKW, &fl) != 0) {
+            if (errno != EINTR) {
+              err = errno;
+              break;
+            }
+          }
+          if (err == 0) ofd_lock(fd.get(), F_UNLCK);
+          wait->finish(err);
+        }).detach();
+      }
+      wait = slot;
+    }
+    const int outcome = wait->wait(timeout, stop);
+    if (outcome == LockWait::kPending) return false;
+    {
+      const std::lock_guard guard(waits_mutex_);
+      if (auto it = waits_.find(name); it != waits_.end() && it->second == wait) waits_.erase(it);
+    }
+    if (outcome != 0) return ctx.fail_errno(outcome, "cannot wait for the lock on " + name);
+    return true;
+  }
+
   Result<std::vector<Key>> list(const Key& prefix) override {
     const Operation ctx("list", prefix, where_);
     std::vector<Key> keys;
@@ -932,6 +988,34 @@ class DirectoryStore final : public Store {
 
   std::filesystem::path root_;
   std::string where_;  // "file://<root>"
+  // A thread waiting in the kernel for a lock file's lock to be free
+  // (await_change), shared by the waits on its key.
+  class LockWait {
+   public:
+    static constexpr int kPending = -1;
+    void finish(int err) {
+      {
+        const std::lock_guard guard(mu_);
+        outcome_ = err;
+      }
+      cv_.notify_all();
+    }
+    // The errno the wait ended with (0: the lock was free), or kPending.
+    int wait(Duration timeout, std::stop_token stop) {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, stop, timeout, [&] { return outcome_ != kPending; });
+      return outcome_;
+    }
+
+   private:
+    std::mutex mu_;
+    std::condition_variable_any cv_;
+    int outcome_ = kPending;
+  };
+
+  std::mutex waits_mutex_;
+  std::map<std::string, std::shared_ptr<LockWait>> waits_;  // by lock file name
+
   std::mutex leases_mutex_;
   std::uint64_t last_lease_id_ = 0;  // under leases_mutex_
   Leases leases_;                    // under leases_mutex_
