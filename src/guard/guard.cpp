@@ -115,7 +115,9 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   std::optional<Key> tenure_key;
   Tenure tenure;
   std::vector<DeadRecord> dead;
-  TaskId housekeeping = 0;
+  // The records the claim proved stale, removed after it was granted.
+  std::vector<StaleRecord> stale;
+  TaskId housekeeping = 0;  // the upkeep after the claim: stale records, then the history
   std::atomic<bool> housekept{false};
 
   Context context() const {
@@ -311,9 +313,51 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     write_tenure("the claim's tenure");
     history_lock.unlock();
     dead = std::move(found_dead);
+  }
+
+  // Schedules the upkeep after the claim, at once but off its path, when
+  // there is any: the stale records to remove, the history to keep.
+  void schedule_upkeep() {
+    bool history_kept;
+    {
+      std::lock_guard history_lock(history_mu);
+      history_kept = tenure_key.has_value();
+    }
+    if (stale.empty() && !history_kept) return;
     housekeeping = options->scheduler->schedule(Duration::zero(), [weak = weak_from_this()] {
-      if (auto self_ptr = weak.lock()) self_ptr->keep_history();
+      if (auto self_ptr = weak.lock()) self_ptr->upkeep();
     });
+  }
+
+  // Once per claim, after it was granted: removes the records the claim
+  // proved stale, each only if it is still the version judged (a record its
+  // owner rewrote meanwhile stays), then keeps the history.
+  void upkeep() {
+    if (housekept.exchange(true)) return;
+    std::sort(stale.begin(), stale.end(),
+              [](const StaleRecord& a, const StaleRecord& b) { return a.key < b.key; });
+    for (std::size_t i = 0; i < stale.size(); ++i) {
+      // verify scans twice: the same record may be listed twice; the later
+      // judgement (its version last read) counts.
+      if (i + 1 < stale.size() && stale[i + 1].key == stale[i].key) continue;
+      const StaleRecord& s = stale[i];
+      auto removed = store->remove_if(s.key, s.version);
+      if (removed) {
+        log().info("removed a stale record",
+                   {{"key", s.key.str()}, {"expired_at", format_rfc3339(s.record.expires_at)}});
+      } else if (removed.error().code != Errc::not_found &&
+                 removed.error().code != Errc::conflict) {
+        log().warn("could not remove a stale record",
+                   {{"key", s.key.str()}, {"error", removed.error().message}});
+      }
+    }
+    stale.clear();
+    bool history_kept;
+    {
+      std::lock_guard history_lock(history_mu);
+      history_kept = tenure_key.has_value();
+    }
+    if (history_kept) keep_history();
   }
 
   void close_tenure(std::string end, std::string reason, WallTime at) {
@@ -337,7 +381,6 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   // it), then removes the oldest tenures beyond history_keep. One listing
   // of history/, and a read and a write per tenure to close.
   void keep_history() {
-    if (housekept.exchange(true)) return;
     std::string ours;
     WallTime ours_started{};
     {
@@ -395,9 +438,9 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     if (was != ClaimStatus::held) return {};
     const WallTime ended = options->clock->wall();
     auto released = protocol->release(context(), work);
-    // The history's upkeep has not run yet (a short claim): do it now, after
-    // the release, so a successor never waits for it.
-    if (tenure_key && options->scheduler->cancel(housekeeping)) keep_history();
+    // The upkeep after the claim has not run yet (a short claim): do it now,
+    // after the release, so a successor never waits for it.
+    if (options->scheduler->cancel(housekeeping)) upkeep();
     close_tenure("stood_down", "", ended);
     if (!released) {
       log().warn("stand-down could not release the claim; it expires on its own",
@@ -662,8 +705,10 @@ std::expected<Claim, ClaimError> Guard::claim(std::stop_token stop) {
 
   const MonoTime since = options_->clock->monotonic();
   std::vector<detail::DeadRecord> dead;
+  std::vector<detail::StaleRecord> stale;
   detail::Context ctx = state->context();
   if (options_->history) ctx.dead = &dead;
+  ctx.stale = &stale;
   auto held = state->protocol->acquire(ctx, stop);
   if (!held) {
     // A refused claim may have removed dead holders' records on its way:
@@ -682,6 +727,8 @@ std::expected<Claim, ClaimError> Guard::claim(std::stop_token stop) {
     state->start(since);
   }
   if (options_->history) state->open_tenure(std::move(dead));
+  state->stale = std::move(stale);
+  state->schedule_upkeep();
   std::vector<LogField> fields{{"id", options_->id},
                                {"store", store_->describe()},
                                {"mode", std::string(to_string(mode))},

@@ -28,6 +28,14 @@ struct DeadRecord {
   bool removed = false;
 };
 
+// A record a claim proved stale, to be removed once the claim is granted:
+// by a delete conditional on the version it was judged at.
+struct StaleRecord {
+  Key key;
+  std::string version;
+  Record record;
+};
+
 // Everything a protocol may use. The guard owns it; protocols never touch a
 // clock, a thread or a store other than these.
 struct Context {
@@ -42,6 +50,15 @@ struct Context {
   // protocol judged no longer live is added here, so the guard can close
   // its holder's tenure (instance/history.hpp).
   std::vector<DeadRecord>* dead = nullptr;
+  // While acquiring: where a scan puts the stale records a conditional
+  // delete may remove, instead of removing them on the claim's path; the
+  // guard removes them once the claim is granted, and a refused claim
+  // leaves them. nullptr (renewals, status): removed during the scan. Blind
+  // deletes (announce on a store without conditional writes) stay in the
+  // scan: deferred, the window in which an owner restarting under the same
+  // id has its fresh record deleted would grow from one round trip to the
+  // whole claim.
+  std::vector<StaleRecord>* stale = nullptr;
 };
 
 // What a protocol keeps from acquire to release.

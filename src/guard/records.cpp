@@ -51,6 +51,10 @@ std::expected<std::optional<Record>, ClaimError> examine(const Context& ctx, con
   // judged, so a record rewritten meanwhile by a restarted instance stays.
   const bool conditional = ctx.store.capabilities().conditional_writes && !version.empty();
   if (!conditional && !rules.blind_reap) return std::nullopt;  // dead: skipped, not deleted
+  if (conditional && ctx.stale) {
+    ctx.stale->push_back({key, version, *record});
+    return std::nullopt;
+  }
   auto removed = conditional ? ctx.store.remove_if(key, version) : ctx.store.remove(key);
   if (removed) {
     if (ctx.dead) ctx.dead->back().removed = true;

@@ -219,6 +219,9 @@ class Sweep {
         auto claimed = r.claim("b");
         granted = claimed.has_value();
         if (granted) b.emplace(std::move(*claimed));
+        // And the upkeep the claim leaves to the scheduler (its stale
+        // records removed, its history kept), under the same faults.
+        r.scheduler_->advance(Duration::zero());
         break;
       }
       case Phase::renew:
