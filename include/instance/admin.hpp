@@ -18,7 +18,10 @@ struct InstanceEntry {
   Key key;
   std::optional<Record> record;  // absent when unreadable
   bool readable = false;
-  bool live = false;    // unreadable records count as live
+  bool live = false;  // unreadable records count as live
+  // It names a process on this host that is gone (with everything it started
+  // that holds its liveness lock): not live, whatever its expiry says.
+  bool process_gone = false;
   std::string problem;  // why it is unreadable
 };
 
@@ -51,7 +54,8 @@ struct Released {
 
 // Removes the record of `id`, and ends the store's lock when `id` holds it
 // (a lock that outlived its holder keeps others out as its record did). A
-// live or unreadable record, or a lock whose holder's lease is live, is
+// live or unreadable record (a record naming a process on this host that is
+// gone is not live), or a lock whose holder's lease is live, is
 // removed only with `force`; otherwise Errc::another_instance and nothing is
 // removed. Errc::not_found when there is neither. When the record went but
 // the lock stays (the server refused to end it), the error says so and what

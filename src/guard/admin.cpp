@@ -5,6 +5,7 @@
 #include "instance/guard.hpp"
 #include "instance/time.hpp"
 #include "lease.hpp"
+#include "protocol.hpp"
 
 namespace instance {
 
@@ -13,6 +14,7 @@ Result<std::vector<InstanceEntry>> list_instances(Store& store, WallTime now) {
   if (!keys) return std::unexpected(keys.error());
   std::ranges::sort(*keys);
   std::vector<InstanceEntry> entries;
+  const detail::HostIdentity here = detail::this_process();
   for (const Key& key : *keys) {
     auto doc = store.get(key);
     if (!doc && doc.error().code == Errc::not_found) continue;  // gone since the listing
@@ -21,7 +23,10 @@ Result<std::vector<InstanceEntry>> list_instances(Store& store, WallTime now) {
     auto record = doc ? decode_record(doc->data) : std::unexpected(doc.error());
     if (record) {
       entry.readable = true;
-      entry.live = record->live_at(now);
+      // As a claim judges it: a process on this host that is gone holds
+      // nothing, whatever its record's expiry says.
+      entry.process_gone = detail::gone_from_this_host(here, *record);
+      entry.live = record->live_at(now) && !entry.process_gone;
       entry.record = std::move(*record);
     } else {
       entry.live = true;  // unreadable counts as live, as in the claim
@@ -88,7 +93,7 @@ Result<Released> release_instance(Store& store, std::string_view id, WallTime no
                                               record.error().message +
                                               "); remove it with --force if you are sure");
     }
-    if (record->live_at(now)) {
+    if (record->live_at(now) && !detail::gone_from_this_host(detail::this_process(), *record)) {
       return fail(Errc::another_instance,
                   "the record of " + std::string(id) + " is live until " +
                       format_rfc3339(record->expires_at) +

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <utility>
 
 #include "instance/history.hpp"
 #include "instance/sdk/random.hpp"
@@ -118,7 +119,10 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   // The records the claim proved stale, removed after it was granted.
   std::vector<StaleRecord> stale;
   TaskId housekeeping = 0;  // the upkeep after the claim: stale records, then the history
-  std::atomic<bool> housekept{false};
+  // Held while the upkeep runs, so a stand-down waits for one in flight
+  // rather than returning (and the process exiting) halfway through it.
+  std::mutex upkeep_mu;
+  bool housekept = false;  // guarded by upkeep_mu
 
   Context context() const {
     return Context{*store, *options->clock, *options->logger, *options, key, self, mode};
@@ -333,7 +337,8 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   // proved stale, each only if it is still the version judged (a record its
   // owner rewrote meanwhile stays), then keeps the history.
   void upkeep() {
-    if (housekept.exchange(true)) return;
+    std::lock_guard once(upkeep_mu);
+    if (std::exchange(housekept, true)) return;
     std::sort(stale.begin(), stale.end(),
               [](const StaleRecord& a, const StaleRecord& b) { return a.key < b.key; });
     for (std::size_t i = 0; i < stale.size(); ++i) {
@@ -438,9 +443,12 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     if (was != ClaimStatus::held) return {};
     const WallTime ended = options->clock->wall();
     auto released = protocol->release(context(), work);
-    // The upkeep after the claim has not run yet (a short claim): do it now,
-    // after the release, so a successor never waits for it.
-    if (options->scheduler->cancel(housekeeping)) upkeep();
+    // The upkeep after the claim, after the release, so a successor never
+    // waits for it: run now when it has not started (a short claim), or
+    // waited for when it is under way, so that it is never cut off by the
+    // process exiting (a dead holder's tenure left open, a stale record left).
+    options->scheduler->cancel(housekeeping);
+    upkeep();
     close_tenure("stood_down", "", ended);
     if (!released) {
       log().warn("stand-down could not release the claim; it expires on its own",
@@ -486,25 +494,6 @@ Result<void> check_grant(const GuardOptions& options, Duration granted, std::str
 }  // namespace detail
 
 namespace {
-
-std::string this_host() {
-  std::array<char, HOST_NAME_MAX + 1> name{};
-  if (gethostname(name.data(), name.size() - 1) != 0) return {};
-  return name.data();
-}
-
-std::string read_boot_id() {
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  std::getline(in, id);
-  return id;
-}
-
-std::string read_pid_ns() {
-  std::array<char, 128> buf{};
-  const ssize_t n = ::readlink("/proc/self/ns/pid", buf.data(), buf.size() - 1);
-  return n > 0 ? std::string(buf.data(), static_cast<std::size_t>(n)) : std::string{};
-}
 
 // Ids go into file names and JSON: valid UTF-8, no control characters, and
 // short enough that the escaped name fits a file name (255 bytes).
@@ -580,10 +569,11 @@ Result<Guard> Guard::create(std::shared_ptr<Store> store, GuardOptions options) 
   }
   if (options.id.empty()) options.id = random_hex(8);
   if (auto ok = check_id(options.id); !ok) return std::unexpected(ok.error());
-  if (options.host.empty()) options.host = this_host();
-  if (!options.pid) options.pid = static_cast<std::int64_t>(::getpid());
-  if (options.boot_id.empty()) options.boot_id = read_boot_id();
-  if (options.pid_ns.empty()) options.pid_ns = read_pid_ns();
+  const detail::HostIdentity here = detail::this_process();
+  if (options.host.empty()) options.host = here.host;
+  if (!options.pid) options.pid = here.pid;
+  if (options.boot_id.empty()) options.boot_id = here.boot_id;
+  if (options.pid_ns.empty()) options.pid_ns = here.pid_ns;
   if (!options.clock) options.clock = system_clock();
   if (!options.scheduler) options.scheduler = thread_scheduler();
   if (!options.logger) options.logger = null_logger();

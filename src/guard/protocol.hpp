@@ -135,6 +135,12 @@ Result<void> remove_our_record(const Context& ctx);
 // before its expiry plus `margin`, unless it comes from a process on this
 // host (same boot and pid namespace) that no longer exists.
 bool is_live(const Context& ctx, const Record& record, WallTime now, Duration margin);
+// This process: its host name, boot, pid namespace and pid.
+HostIdentity this_process();
+// The record names a process on this host (same host name, boot and pid
+// namespace) other than `self` that is gone, with every descendant that
+// holds its liveness lock: it is dead, whatever its expiry says.
+bool gone_from_this_host(const HostIdentity& self, const Record& record);
 
 // A record as read from the store, with the version it was read at.
 struct StoredRecord {

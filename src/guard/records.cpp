@@ -1,8 +1,12 @@
 // Internal: what the claim protocols share about instance records: building
 // ours, judging others' liveness, and scanning instances/.
 #include <signal.h>
+#include <unistd.h>
 
+#include <array>
 #include <cerrno>
+#include <climits>
+#include <fstream>
 
 #include "instance/liveness.hpp"
 #include "instance/time.hpp"
@@ -11,10 +15,9 @@
 namespace instance::detail {
 namespace {
 
-bool same_host(const Context& ctx, const Record& record) {
-  return !record.host.empty() && record.host == ctx.self.host && !record.boot_id.empty() &&
-         record.boot_id == ctx.self.boot_id && !record.pid_ns.empty() &&
-         record.pid_ns == ctx.self.pid_ns;
+bool same_host(const HostIdentity& self, const Record& record) {
+  return !record.host.empty() && record.host == self.host && !record.boot_id.empty() &&
+         record.boot_id == self.boot_id && !record.pid_ns.empty() && record.pid_ns == self.pid_ns;
 }
 
 // The process is gone and so is everything it started that still holds its
@@ -122,9 +125,25 @@ Result<void> remove_our_record(const Context& ctx) {
   return removed;
 }
 
+HostIdentity this_process() {
+  HostIdentity here{.pid = static_cast<std::int64_t>(::getpid())};
+  std::array<char, HOST_NAME_MAX + 1> name{};
+  if (::gethostname(name.data(), name.size() - 1) == 0) here.host = name.data();
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::getline(boot, here.boot_id);
+  std::array<char, 128> ns{};
+  const ssize_t n = ::readlink("/proc/self/ns/pid", ns.data(), ns.size() - 1);
+  if (n > 0) here.pid_ns.assign(ns.data(), static_cast<std::size_t>(n));
+  return here;
+}
+
+bool gone_from_this_host(const HostIdentity& self, const Record& record) {
+  return same_host(self, record) && record.pid && *record.pid != self.pid &&
+         process_gone(*record.pid);
+}
+
 bool is_live(const Context& ctx, const Record& record, WallTime now, Duration margin) {
-  if (same_host(ctx, record) && record.pid && *record.pid != ctx.self.pid &&
-      process_gone(*record.pid)) {
+  if (gone_from_this_host(ctx.self, record)) {
     return false;  // its process died on this host: stale now, whatever its expiry
   }
   return now < record.expires_at + margin;
