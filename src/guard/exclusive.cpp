@@ -8,7 +8,9 @@
 // On a store with a native lease (a WebDAV LOCK, an OFD lock, ...), the lock
 // on "instances.lock" decides who holds; the lease document then only
 // carries the epoch and names the holder:
-//   acquire  lock (Errc::locked -> refuse), then take the lease document
+//   acquire  lock (Errc::locked -> refuse, unless the lease document names
+//            a holder on this host whose process is gone: then unlock by the
+//            token it names and lock once more), then take the lease document
 //            whatever it says, epoch + 1, or the store's own number for the
 //            lock (LockGrant::epoch: an etcd revision, a PostgreSQL
 //            sequence, a Redis INCR) when that is larger. Before writing it,
@@ -184,6 +186,8 @@ class Exclusive final : public Protocol {
       // The lock may have outlived a holder that stopped renewing: end it
       // when that holder is proven fenced, then ask once more.
       if (auto ended = end_stale_lock(ctx); !ended) return std::unexpected(ended.error());
+      grant = take_lock(ctx);
+    } else if (!grant && grant.error().code == Errc::locked && end_dead_holders_lock(ctx)) {
       grant = take_lock(ctx);
     }
     if (!grant) {
@@ -386,6 +390,38 @@ class Exclusive final : public Protocol {
     return {};
   }
 
+  // The store's lock is held, on a store whose lock lasts its ttl whoever
+  // holds it (etcd, Redis, PostgreSQL, CS3). When the lease document names
+  // a holder on this host whose process is gone, with everything it started
+  // (the liveness lock is free), that holder is dead: its lock is ended now
+  // by its exact token, rather than waited out for up to a ttl. The unlock
+  // ends only the lock granted under that token, so a successor that raced
+  // us to it and holds the lock now keeps it, and of two successors at most
+  // one gets the lock (docs/design/arguments.md, "A dead holder on this
+  // host"). true: ask for the lock again.
+  bool end_dead_holders_lock(const Context& ctx) {
+    auto doc = ctx.store.get(lease_key());
+    if (!doc) return false;
+    auto lease = decode_lease(doc->data);
+    if (!lease || lease->released || lease->lock_token.empty() ||
+        !gone_from_this_host(ctx.self, lease->as_record())) {
+      return false;
+    }
+    auto ended = ctx.store.unlock(lock_key(), lease->lock_token);
+    if (!ended && ended.error().code != Errc::not_found) {
+      ctx.log.info("the lock of a holder whose process on this host is gone could not be ended",
+                   {{"holder", lease->holder}, {"error", ended.error().message}});
+      return false;
+    }
+    if (ended) {
+      ctx.log.warn("ended the store's lock of a holder whose process on this host is gone",
+                   {{"holder", lease->holder},
+                    {"pid", lease->pid ? std::to_string(*lease->pid) : ""},
+                    {"lease_until", format_rfc3339(lease->expires_at)}});
+    }
+    return true;
+  }
+
   // The record of `id`: nullopt when absent; a refusal when unreadable (it
   // counts as live) and a failure when it cannot be read at all.
   static std::expected<std::optional<Record>, ClaimError> holder_record(const Context& ctx,
@@ -450,8 +486,10 @@ class Exclusive final : public Protocol {
                 .pid = ctx.self.pid,
                 .boot_id = ctx.self.boot_id,
                 .pid_ns = ctx.self.pid_ns};
+    // Under a native lock, its token: what a successor on this host ends
+    // the lock with once our process is gone (end_dead_holders_lock).
+    if (native_) lease.lock_token = held.lock_token;
     if (ends_stale_) {
-      lease.lock_token = held.lock_token;
       if (held.granted != kForever) {
         lease.lock_expires_at =
             now + (held.granted > Duration::zero() ? held.granted : ctx.options.ttl);

@@ -32,8 +32,9 @@ struct Lease {
   std::string boot_id;
   std::string pid_ns;
   bool released = false;
-  // Under a store lock (stores with ends_stale_locks): the token of the lock
-  // the holder wrote this document under, and when the store's grant for it
+  // Under a store lock: the token of the lock the holder wrote this document
+  // under (a successor ends it by that token once the holder is proven dead
+  // or fenced); with ends_stale_locks also when the store's grant for it
   // ends (absent for a lock granted for ever).
   std::string lock_token;
   std::optional<WallTime> lock_expires_at;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Model-checks the claim protocols with spin (models/*.pml, see
 # models/README.md), each in its own temporary folder:
-#   verify, exclusive   exhaustive search, must report `errors: 0` with the
-#                       state space fully explored (no depth truncation);
+#   verify, exclusive,  exhaustive search, must report `errors: 0` with the
+#   native              state space fully explored (no depth truncation);
 #   announce            must report errors > 0: spin finds the check-then-write
 #                       race (shortest trail, breadth-first).
 # Also runs verify with -DREAP_PLAIN (reaping with a plain remove, as on a store
@@ -136,6 +136,7 @@ TXT
 check announce announce.pml counterexample "" "-DBFS" ""
 check verify verify.pml proof "" "-DCOLLAPSE" "-m3000000"
 check exclusive exclusive.pml proof "" "-DCOLLAPSE" "-m3000000"
+check native native.pml proof "" "-DCOLLAPSE" "-m3000000"
 check verify-plain-reap verify.pml report "-DREAP_PLAIN" "-DBFS" ""
 
 if ((failures)); then

@@ -616,6 +616,81 @@ class NativeLeaseTest : public ModesTest {
   }
 };
 
+// Runs before_unlock (once) just before the first unlock reaches the store:
+// a rival's whole claim fits between a successor's judgement and its unlock.
+struct RacingUnlock final : StoreWrapper {
+  using StoreWrapper::StoreWrapper;
+  std::function<void()> before_unlock;
+  Result<void> unlock(const Key& k, std::string_view token) override {
+    if (auto hook = std::exchange(before_unlock, nullptr)) hook();
+    return StoreWrapper::unlock(k, token);
+  }
+};
+
+// A pid with no process: a child that exited and was reaped.
+pid_t reaped_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  EXPECT_EQ(::waitpid(child, nullptr, 0), child);
+  return child;
+}
+
+TEST_F(NativeLeaseTest, ADeadHolderOnThisHostHasItsLockEndedAtOnceByItsToken) {
+  auto opts = options("a", Mode::exclusive);
+  opts.host = "host-b";  // b's host, boot and pid namespace
+  opts.pid = reaped_pid();
+  auto a = Guard::create(store, opts).value().claim().value();
+  // The store would hold a's lock for its whole ttl (30 s); b starts now.
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  EXPECT_EQ(b->epoch(), std::optional<std::uint64_t>(2));
+  EXPECT_TRUE(logger->contains("ended the store's lock of a holder whose process on this host"));
+}
+
+TEST_F(NativeLeaseTest, ALiveHolderOrOneOnAnotherHostKeepsItsLock) {
+  auto opts = options("a", Mode::exclusive);
+  opts.host = "host-b";
+  opts.pid = ::getppid();  // alive
+  auto a = Guard::create(store, opts).value().claim().value();
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().holder->record->id, "a");
+  ASSERT_TRUE(a.stand_down());
+
+  auto far = options("far", Mode::exclusive);
+  far.host = "elsewhere";  // its pid means nothing here
+  far.pid = reaped_pid();
+  auto f = Guard::create(store, far).value().claim().value();
+  auto b2 = guard("b", Mode::exclusive).claim();
+  ASSERT_FALSE(b2.has_value());
+  EXPECT_EQ(b2.error().holder->record->id, "far");
+  EXPECT_FALSE(logger->contains("ended the store's lock"));
+}
+
+TEST_F(NativeLeaseTest, OfTwoSuccessorsOfADeadHolderOnlyOneGetsTheLock) {
+  auto opts = options("a", Mode::exclusive);
+  opts.host = "host-b";
+  opts.pid = reaped_pid();
+  auto a = Guard::create(store, opts).value().claim().value();
+  // c reads a's lease, then, before its unlock lands, b ends a's lock and
+  // takes the store: c's unlock of a's token ends nothing, and c is refused.
+  auto racing = std::make_shared<RacingUnlock>(store);
+  std::optional<Claim> b;
+  racing->before_unlock = [&] {
+    auto claimed = guard("b", Mode::exclusive).claim();
+    ASSERT_TRUE(claimed.has_value()) << claimed.error().error.message;
+    b.emplace(std::move(*claimed));
+  };
+  auto opts_c = options("c", Mode::exclusive);
+  opts_c.host = "host-b";
+  auto c = Guard::create(racing, opts_c).value().claim();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_FALSE(c.has_value()) << "b and c would both hold";
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().holder->record->id, "b");
+  EXPECT_TRUE(b->active());
+}
+
 // A store whose servers must agree on a lock (an etcd cluster) says so in
 // its capabilities; the guarantee line carries its words, once.
 class AgreeingStore final : public StoreWrapper {
@@ -955,14 +1030,6 @@ TEST_F(StaleLockTest, TwoSuccessorsEndAStaleLockAtMostOnceBetweenThem) {
   clock->advance(33s);
   // c's whole claim runs between b's judgement and b's unlock: b's unlock of
   // a's token then finds it gone, and b meets c's live lock.
-  struct RacingUnlock final : StoreWrapper {
-    using StoreWrapper::StoreWrapper;
-    std::function<void()> before_unlock;
-    Result<void> unlock(const Key& k, std::string_view token) override {
-      if (auto hook = std::exchange(before_unlock, nullptr)) hook();
-      return StoreWrapper::unlock(k, token);
-    }
-  };
   auto racing = std::make_shared<RacingUnlock>(store);
   std::optional<Claim> c;
   racing->before_unlock = [&] {
