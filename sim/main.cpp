@@ -48,7 +48,8 @@ const char* kUsage =
     "  [--start-spread D] [--hold D] [--rest D] [--poll-min D] [--poll-max D]\n"
     "  [--crashes R] [--pauses R] [--pause-max D] [--partitions R] [--partition-max D]\n"
     "  [--restart-same-id P] [--clock-offset D] [--drift X] [--jobs N] [--json FILE|-]\n"
-    "  [--lag-check on|off] [--stale-locks on|off] [--expect-overlap MODE]... [--trace]\n"
+    "  [--lag-check on|off] [--stale-locks on|off] [--same-host on|off]\n"
+    "  [--expect-overlap MODE]... [--trace]\n"
     "Durations in Go syntax (300ms, 2s); rates R per node per virtual minute.\n";
 
 bool parse(int argc, char** argv, Options& o, std::string& error) {
@@ -166,6 +167,9 @@ bool parse(int argc, char** argv, Options& o, std::string& error) {
     else if (a == "--stale-locks") {
       ok = v == "on" || v == "off";
       c.stale_locks = v == "on";
+    } else if (a == "--same-host") {
+      ok = v == "on" || v == "off";
+      c.same_host = v == "on";
     } else if (a == "--lag-check") {
       ok = v == "on" || v == "off";
       c.lag_check = v == "on";

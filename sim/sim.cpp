@@ -356,8 +356,11 @@ struct Simulation {
   // ---- the script each node follows ----
   void attempt(Node& n) {
     if (!n.alive || !n.guard || n.claim) return;
+    const std::uint64_t incarnation = n.incarnation;
     auto claimed = n.guard->claim();
-    if (!n.alive) return;
+    // A claim of an incarnation that crashed meanwhile holds nothing, even
+    // when the node has restarted by the time the call unwinds.
+    if (!n.alive || n.incarnation != incarnation) return;
     if (claimed) {
       n.claim.emplace(std::move(*claimed));
       begin_holding(n);
@@ -577,10 +580,14 @@ class NodeLogger final : public Logger {
 };
 
 void Simulation::start_guard(Node& n) {
+  // On one host, a pid per incarnation: 1000 * (node + 1) + incarnation.
+  const std::int64_t pid = cfg.same_host
+                               ? 1000 * (n.index + 1) + static_cast<std::int64_t>(n.incarnation)
+                               : 1000 + n.index;
   GuardOptions o{.ttl = cfg.ttl,
                  .id = n.id,
-                 .host = n.name,
-                 .pid = 1000 + n.index,
+                 .host = cfg.same_host ? std::string("host") : n.name,
+                 .pid = pid,
                  .clock = std::make_shared<NodeClock>(n),
                  .scheduler = std::make_shared<NodeScheduler>(n),
                  .logger = std::make_shared<NodeLogger>(n),
@@ -588,8 +595,18 @@ void Simulation::start_guard(Node& n) {
                  .settle = cfg.settle,
                  .max_skew = cfg.max_skew,
                  .on_lost = [this, &n](const Error&) { lost(n); },
-                 .boot_id = "boot-" + n.name,
+                 .boot_id = cfg.same_host ? std::string("boot") : "boot-" + n.name,
                  .pid_ns = "pid-ns"};
+  if (cfg.same_host) {
+    // Gone unless it is a node's incarnation that runs now (paused or cut
+    // off included). Called on a node's thread, which holds the baton.
+    o.process_gone = [this](std::int64_t p) {
+      const std::int64_t index = p / 1000 - 1;
+      if (index < 0 || index >= static_cast<std::int64_t>(nodes.size())) return false;
+      const Node& owner = *nodes[static_cast<std::size_t>(index)];
+      return !owner.alive || static_cast<std::int64_t>(owner.incarnation) != p % 1000;
+    };
+  }
   o.check_lag = cfg.lag_check;
   auto guard = Guard::create(std::make_shared<NodeStore>(n), std::move(o));
   if (!guard) {

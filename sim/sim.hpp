@@ -62,6 +62,12 @@ struct Config {
   // conditional writes (phodav): the guards must end a fenced holder's lock
   // themselves (Capabilities::ends_stale_locks).
   bool stale_locks = false;
+  // Every node on one host (one host name, boot and pid namespace), each
+  // incarnation with a pid of its own: a crashed incarnation's process is
+  // gone, so its record and lease are dead at once (GuardOptions::
+  // process_gone answered from the simulation), and a dead holder's lock is
+  // ended by its token. Paused and cut-off nodes are alive.
+  bool same_host = false;
   // Record every event of the run (for --trace).
   bool keep_log = false;
 };

@@ -108,6 +108,13 @@ struct GuardOptions {
   // a dead process on this host is stale at once; read from /proc when empty.
   std::string boot_id;
   std::string pid_ns;
+  // Whether the process `pid` of this host (same host name, boot and pid
+  // namespace) is gone, with everything that holds its liveness lock
+  // (instance/liveness.hpp). Empty: asked of the kernel (kill(pid, 0) and the
+  // liveness lock); the simulator answers for its own processes. A process
+  // wrongly said alive only delays a take-over; wrongly said gone, it would
+  // let a successor run beside it.
+  std::function<bool(std::int64_t pid)> process_gone;
   // How long claim() keeps trying while it cannot decide yet: the store
   // cannot be reached to learn its capabilities (auto, exclusive), or verify
   // collided with other claimers and backs off. Past it, the claim fails

@@ -682,8 +682,8 @@ std::expected<Claim, ClaimError> Guard::claim(std::stop_token stop) {
   state->options = options_;
   state->protocol = make_protocol(mode);
   state->key = key_;
-  state->self =
-      detail::HostIdentity{options_->host, options_->boot_id, options_->pid_ns, *options_->pid};
+  state->self = detail::HostIdentity{options_->host, options_->boot_id, options_->pid_ns,
+                                     *options_->pid, options_->process_gone};
   state->id = options_->id;
   state->mode = mode;
 

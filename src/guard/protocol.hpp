@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -19,6 +20,8 @@ struct HostIdentity {
   std::string boot_id;
   std::string pid_ns;
   std::int64_t pid = 0;
+  // GuardOptions::process_gone; empty: the kernel is asked.
+  std::function<bool(std::int64_t)> process_gone;
 };
 
 // A record of another instance judged no longer live, and whether the scan

@@ -138,8 +138,8 @@ HostIdentity this_process() {
 }
 
 bool gone_from_this_host(const HostIdentity& self, const Record& record) {
-  return same_host(self, record) && record.pid && *record.pid != self.pid &&
-         process_gone(*record.pid);
+  if (!same_host(self, record) || !record.pid || *record.pid == self.pid) return false;
+  return self.process_gone ? self.process_gone(*record.pid) : process_gone(*record.pid);
 }
 
 bool is_live(const Context& ctx, const Record& record, WallTime now, Duration margin) {

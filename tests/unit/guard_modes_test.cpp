@@ -450,6 +450,27 @@ TEST_F(ModesTest, ARecordOfADeadProcessOnThisHostIsStaleAtOnce) {
   EXPECT_FALSE(exists("instances/crashed"));
 }
 
+TEST_F(ModesTest, AnInjectedProcessProbeDecidesWhetherAProcessOnThisHostIsGone) {
+  put_record({.id = "other",
+              .started_at = clock->wall(),
+              .expires_at = clock->wall() + 1h,
+              .host = "host-a",
+              .pid = 4242,
+              .boot_id = "boot",
+              .pid_ns = "pidns"});
+  std::vector<std::int64_t> asked;
+  auto opts = options("a", Mode::verify);
+  opts.process_gone = [&](std::int64_t pid) {
+    asked.push_back(pid);
+    return false;  // alive, whatever the kernel says of 4242
+  };
+  EXPECT_FALSE(Guard::create(store, opts).value().claim().has_value());
+  EXPECT_FALSE(asked.empty());
+  EXPECT_EQ(asked.front(), 4242);
+  opts.process_gone = [](std::int64_t) { return true; };
+  EXPECT_TRUE(Guard::create(store, opts).value().claim().has_value());
+}
+
 TEST_F(ModesTest, ALiveProcessOrAnotherBootKeepsTheRecordLive) {
   put_record({.id = "alive",
               .started_at = clock->wall(),
