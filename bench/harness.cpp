@@ -181,9 +181,26 @@ void ensure_stale(Store& store, int n, WallTime now) {
 // the store's capabilities and `n` stale records of other hosts present.
 // Categories, so that create vs replace (first lease vs later) do not matter.
 struct Expected {
-  std::uint64_t lists = 0, gets = 0, writes = 0, removes = 0, lock_ops = 0;
-  std::uint64_t total() const { return lists + gets + writes + removes + lock_ops; }
+  std::uint64_t lists = 0, gets = 0, writes = 0, removes = 0, lock_ops = 0, batches = 0;
+  std::uint64_t total() const { return lists + gets + writes + removes + lock_ops + batches; }
 };
+
+// The reads of a scan of `k` listed records: one get each, or with
+// batch_reads one get_many per 64 (src/guard/records.cpp, kReadBatch).
+Expected scan_reads(const Capabilities& caps, std::uint64_t k) {
+  if (caps.batch_reads) return {.batches = (k + 63) / 64};
+  return {.gets = k};
+}
+
+Expected operator+(Expected a, const Expected& b) {
+  a.lists += b.lists;
+  a.gets += b.gets;
+  a.writes += b.writes;
+  a.removes += b.removes;
+  a.lock_ops += b.lock_ops;
+  a.batches += b.batches;
+  return a;
+}
 
 Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, std::uint64_t n) {
   const bool cond = caps.conditional_writes;
@@ -197,19 +214,19 @@ Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, s
   } else if (phase == "claim") {
     switch (mode) {
       case Mode::announce:  // list, read each, [blindly delete each stale,] write
-        e = {.lists = 1, .gets = n, .writes = 1, .removes = cond ? 0 : n};
+        e = Expected{.lists = 1, .writes = 1, .removes = cond ? 0 : n} + scan_reads(caps, n);
         break;
       case Mode::verify:  // scan, write claiming, scan again, rewrite held
         // The second scan reads what its listing shows: the stale records,
         // still there, and our own claiming record (skipped by its id once
         // read).
-        e = {.lists = 2, .gets = 2 * n + 1, .writes = 2};
+        e = Expected{.lists = 2, .writes = 2} + scan_reads(caps, n) + scan_reads(caps, n + 1);
         break;
       default:                    // exclusive
         if (caps.native_lease) {  // lock, read lease, scan, write lease, write record
-          e = {.lists = 1, .gets = 1 + n, .writes = 2, .lock_ops = 1};
+          e = Expected{.lists = 1, .gets = 1, .writes = 2, .lock_ops = 1} + scan_reads(caps, n);
         } else {  // read lease, scan, compare-and-set lease, write record
-          e = {.lists = 1, .gets = 1 + n, .writes = 2};
+          e = Expected{.lists = 1, .gets = 1, .writes = 2} + scan_reads(caps, n);
         }
     }
     e.writes += 1;  // the tenure, opened in the history
@@ -219,7 +236,7 @@ Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, s
         e = {.writes = 1};
         break;
       case Mode::verify:  // rewrite ours, scan for a collision (ours read too)
-        e = {.lists = 1, .gets = (cond ? 0 : n) + 1, .writes = 1};
+        e = Expected{.lists = 1, .writes = 1} + scan_reads(caps, (cond ? 0 : n) + 1);
         break;
       default:  // [refresh lock,] lease, record
         e = {.writes = 2, .lock_ops = caps.native_lease ? 1u : 0u};
@@ -237,7 +254,8 @@ Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, s
 
 bool matches(const RequestCounts& c, const Expected& e) {
   return c[StoreOp::list] == e.lists && c[StoreOp::get] == e.gets && c.writes() == e.writes &&
-         c.removes() == e.removes && c.lock_ops() == e.lock_ops;
+         c.removes() == e.removes && c.lock_ops() == e.lock_ops &&
+         c[StoreOp::get_many] == e.batches;
 }
 
 struct Case {

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -86,6 +87,10 @@ struct Capabilities {
   // ends a lock only when it has proven the holder fenced (its lease and its
   // record expired by more than max-skew: docs/design/arguments.md).
   bool ends_stale_locks = false;
+  // get_many() reads its keys in one request (or a few, concurrently),
+  // rather than one get() after another: the guard reads the records it
+  // scans that way.
+  bool batch_reads = false;
   // What the store's own servers must agree on before a lock is granted or
   // renewed, in words the guarantee line appends ("etcd cluster (3
   // members): a majority (2) must agree ..."); empty when the store has
@@ -135,6 +140,14 @@ class INSTANCE_EXPORT Store {
   // Reads a document. Errc::not_found when absent, Errc::malformed when the
   // stored bytes cannot be a document (oversized, not a regular file, ...).
   virtual Result<Document> get(const Key& key) = 0;
+
+  // Reads several documents, each as get() would: the answers in the order
+  // of `keys`, each a document or its own error (not_found, malformed). The
+  // outer error is a failure of the whole request (the server unreachable,
+  // a timeout): nothing was learnt about any key. With
+  // capabilities().batch_reads it is one request (or a few at once); the
+  // default calls get() for each key in turn.
+  virtual Result<std::vector<Result<Document>>> get_many(std::span<const Key> keys);
 
   // Writes a new document; Errc::already_exists when the key exists. Returns
   // the new version (empty when the store has none). Only atomic against

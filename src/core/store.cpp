@@ -10,6 +10,13 @@ Store::~Store() = default;
 
 Capabilities Store::capabilities() { return {}; }
 
+Result<std::vector<Result<Document>>> Store::get_many(std::span<const Key> keys) {
+  std::vector<Result<Document>> out;
+  out.reserve(keys.size());
+  for (const Key& key : keys) out.push_back(get(key));
+  return out;
+}
+
 Result<std::string> Store::replace_if(const Key& key, std::string_view, std::string_view) {
   return fail(Errc::unsupported,
               "conditional replace of " + key.str() + " is not supported by " + describe());

@@ -7,6 +7,9 @@ StoreWrapper::StoreWrapper(std::shared_ptr<Store> target) : target_(std::move(ta
 std::string StoreWrapper::describe() const { return target_->describe(); }
 Capabilities StoreWrapper::capabilities() { return target_->capabilities(); }
 Result<Document> StoreWrapper::get(const Key& key) { return target_->get(key); }
+Result<std::vector<Result<Document>>> StoreWrapper::get_many(std::span<const Key> keys) {
+  return target_->get_many(keys);
+}
 Result<std::string> StoreWrapper::create(const Key& key, std::string_view data) {
   return target_->create(key, data);
 }

@@ -155,6 +155,10 @@ struct StoredRecord {
 // key). The one read of another instance's record.
 std::expected<std::optional<StoredRecord>, ClaimError> read_record(const Context& ctx,
                                                                    const Key& key);
+// The same judgement of what a read of `key` gave (a get, or one answer of
+// a get_many).
+std::expected<std::optional<StoredRecord>, ClaimError> as_record(const Key& key,
+                                                                 Result<Document> doc);
 
 // The refusal naming the holder; `record` absent when unreadable.
 ClaimError refusal(const Key& key, std::optional<Record> record, std::string_view detail);

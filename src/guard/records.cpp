@@ -3,10 +3,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <climits>
 #include <fstream>
+#include <span>
 
 #include "instance/liveness.hpp"
 #include "instance/time.hpp"
@@ -32,8 +34,9 @@ bool process_gone(std::int64_t pid) {
 // ours, or no longer live and so reaped), the record when live, a ClaimError
 // when it cannot be judged.
 std::expected<std::optional<Record>, ClaimError> examine(const Context& ctx, const Key& key,
+                                                         Result<Document> doc,
                                                          const ScanRules& rules) {
-  auto stored = read_record(ctx, key);
+  auto stored = as_record(key, std::move(doc));
   if (!stored) return std::unexpected(std::move(stored.error()));
   if (!*stored) return std::nullopt;  // gone since listed
   const Record* record = &(*stored)->record;
@@ -78,11 +81,50 @@ std::string describe_holder(const Key& key, const std::optional<Record>& record)
   return out + ", its record expires at " + format_rfc3339(record->expires_at);
 }
 
+// How many records one get_many() reads: a refusal at the first live
+// record reads at most this many more than it needs, and a batch stays well
+// inside every server's request limits (etcd's 128 operations per Txn).
+constexpr std::size_t kReadBatch = 64;
+
+// Reads `keys` in order, in batches where the store reads several in one
+// request, and hands each key with what its read gave to `judge` until it
+// answers false (stop) or an error (the scan ends with it).
+template <class Judge>
+std::expected<void, ClaimError> read_each(const Context& ctx, std::span<const Key> keys,
+                                          std::stop_token stop, Judge&& judge) {
+  const bool batched = ctx.store.capabilities().batch_reads;
+  for (std::size_t at = 0; at < keys.size();) {
+    if (stop.stop_requested()) {
+      return std::unexpected(failure(Errc::cancelled, "claim cancelled"));
+    }
+    const std::size_t n = batched ? std::min(kReadBatch, keys.size() - at) : 1;
+    const auto batch = keys.subspan(at, n);
+    std::vector<Result<Document>> docs;
+    if (!batched) {
+      docs.push_back(ctx.store.get(batch.front()));
+    } else if (auto many = ctx.store.get_many(batch); !many) {
+      docs.assign(n, std::unexpected(many.error()));  // nothing learnt of any of them
+    } else if (many->size() != n) {
+      docs.assign(n, fail(Errc::malformed, ctx.store.describe() + " answered " +
+                                               std::to_string(many->size()) + " documents for " +
+                                               std::to_string(n) + " keys"));
+    } else {
+      docs = std::move(*many);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      auto go_on = judge(batch[i], std::move(docs[i]));
+      if (!go_on) return std::unexpected(std::move(go_on.error()));
+      if (!*go_on) return {};
+    }
+    at += n;
+  }
+  return {};
+}
+
 }  // namespace
 
-std::expected<std::optional<StoredRecord>, ClaimError> read_record(const Context& ctx,
-                                                                   const Key& key) {
-  auto doc = ctx.store.get(key);
+std::expected<std::optional<StoredRecord>, ClaimError> as_record(const Key& key,
+                                                                 Result<Document> doc) {
   if (!doc && doc.error().code == Errc::not_found) return std::nullopt;
   if (!doc && doc.error().code != Errc::malformed) {
     return std::unexpected(
@@ -92,6 +134,11 @@ std::expected<std::optional<StoredRecord>, ClaimError> read_record(const Context
   auto record = doc ? decode_record(doc->data) : std::unexpected(doc.error());
   if (!record) return std::unexpected(refusal(key, std::nullopt, record.error().message));
   return StoredRecord{.record = std::move(*record), .version = std::move(doc->version)};
+}
+
+std::expected<std::optional<StoredRecord>, ClaimError> read_record(const Context& ctx,
+                                                                   const Key& key) {
+  return as_record(key, ctx.store.get(key));
 }
 
 Record our_record(const Context& ctx, WallTime now, std::string_view state) {
@@ -168,32 +215,32 @@ std::expected<void, ClaimError> scan_others(const Context& ctx, std::stop_token 
     return std::unexpected(
         failure(keys.error().code, "cannot list the instance records: " + keys.error().message));
   }
-  for (const Key& key : *keys) {
-    if (stop.stop_requested()) {
-      return std::unexpected(failure(Errc::cancelled, "claim cancelled"));
-    }
-    auto live = examine(ctx, key, rules);
-    if (!live) return std::unexpected(std::move(live.error()));
-    if (*live && (!rules.blocks || rules.blocks(**live))) {
-      return std::unexpected(refusal(key, std::move(**live), ""));
-    }
-  }
-  return {};
+  return read_each(ctx, *keys, stop,
+                   [&](const Key& key, Result<Document> doc) -> std::expected<bool, ClaimError> {
+                     auto live = examine(ctx, key, std::move(doc), rules);
+                     if (!live) return std::unexpected(std::move(live.error()));
+                     if (*live && (!rules.blocks || rules.blocks(**live))) {
+                       return std::unexpected(refusal(key, std::move(**live), ""));
+                     }
+                     return true;
+                   });
 }
 
 Result<std::vector<Seen>> live_others(const Context& ctx, const ScanRules& rules) {
   auto keys = ctx.store.list(records_prefix());
   if (!keys) return std::unexpected(keys.error());
   std::vector<Seen> out;
-  for (const Key& key : *keys) {
-    auto live = examine(ctx, key, rules);
-    if (!live) {
-      ctx.log.warn("a record could not be judged",
-                   {{"key", key.str()}, {"error", live.error().error.message}});
-      continue;
-    }
-    if (*live && (!rules.blocks || rules.blocks(**live))) out.push_back({key, std::move(**live)});
-  }
+  (void)read_each(ctx, *keys, {},
+                  [&](const Key& key, Result<Document> doc) -> std::expected<bool, ClaimError> {
+                    auto live = examine(ctx, key, std::move(doc), rules);
+                    if (!live) {
+                      ctx.log.warn("a record could not be judged",
+                                   {{"key", key.str()}, {"error", live.error().error.message}});
+                    } else if (*live && (!rules.blocks || rules.blocks(**live))) {
+                      out.push_back({key, std::move(**live)});
+                    }
+                    return true;
+                  });
   return out;
 }
 

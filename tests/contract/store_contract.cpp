@@ -236,6 +236,44 @@ TEST_P(StoreContract, BinaryContentRoundTrips) {
   EXPECT_EQ(store().get(key("instances/bin"))->data, bytes);
 }
 
+// get_many answers each key as get() does, in the order asked: present,
+// absent, nested, hostile names, the 1 MiB document, a key asked twice.
+TEST_P(StoreContract, GetManyAnswersEachKeyAsGetDoes) {
+  std::vector<Key> keys{key("instances/a"), key("instances/nobody"), key("instances/x/y"),
+                        key("instances/big"), key("instances/a")};
+  if (GetParam().lists_dot_names) {
+    keys.push_back(Key::from_segments({"instances", "a\"b\\c", "..", "a b%", "\xff"}).value());
+  }
+  std::string big(kMaxDocumentSize, 'x');
+  ASSERT_TRUE(store().replace(keys[0], "one"));
+  ASSERT_TRUE(store().replace(keys[2], "nested"));
+  ASSERT_TRUE(store().replace(keys[3], big));
+  if (keys.size() > 5) {
+    ASSERT_TRUE(store().replace(keys[5], "hostile"));
+  }
+  auto many = store().get_many(keys);
+  ASSERT_TRUE(many.has_value()) << many.error().message;
+  ASSERT_EQ(many->size(), keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    auto one = store().get(keys[i]);
+    const auto& got = (*many)[i];
+    ASSERT_EQ(got.has_value(), one.has_value()) << keys[i].str();
+    if (one) {
+      EXPECT_EQ(got->data, one->data) << keys[i].str();
+      EXPECT_EQ(got->version, one->version) << keys[i].str();
+    } else {
+      EXPECT_EQ(got.error().code, one.error().code) << keys[i].str();
+    }
+  }
+  EXPECT_EQ((*many)[1].error().code, Errc::not_found);
+  EXPECT_EQ((*many)[2]->data, "nested");
+  EXPECT_EQ((*many)[3]->data, big);
+  EXPECT_EQ((*many)[4]->data, "one");
+  auto none = store().get_many({});
+  ASSERT_TRUE(none.has_value()) << none.error().message;
+  EXPECT_TRUE(none->empty());
+}
+
 TEST_P(StoreContract, DescribeNamesTheStore) { EXPECT_FALSE(store().describe().empty()); }
 
 // Versions and conditional writes, for stores that declare them.

@@ -107,6 +107,10 @@ class FailingStore final : public StoreWrapper {
     if (auto e = check(Op::get, k)) return std::unexpected(*e);
     return StoreWrapper::get(k);
   }
+  // Each key read as get() reads it, so get's failures reach a batch too.
+  Result<std::vector<Result<Document>>> get_many(std::span<const Key> keys) override {
+    return Store::get_many(keys);
+  }
   Result<std::string> create(const Key& k, std::string_view d) override {
     if (auto e = check(Op::create, k)) return std::unexpected(*e);
     return StoreWrapper::create(k, d);

@@ -43,12 +43,14 @@ TEST_F(CountingStoreTest, CountsEveryOperationOnceAndForwardsIt) {
   EXPECT_EQ(holder->token, token->token);
   EXPECT_EQ(holder->owner, "me");
   ASSERT_TRUE(store->unlock(key("locks/x"), token->token));
+  const Key both[] = {key("instances/a"), key("instances/b")};
+  ASSERT_TRUE(store->get_many(both));  // one call, whatever it reads
 
   const RequestCounts c = store->counts();
   for (int i = 0; i < kStoreOpCount; ++i) {
     EXPECT_EQ(c.by_op[static_cast<std::size_t>(i)], 1u) << to_string(static_cast<StoreOp>(i));
   }
-  EXPECT_EQ(c.total(), 11u);
+  EXPECT_EQ(c.total(), 12u);
   EXPECT_EQ(c.writes(), 3u);
   EXPECT_EQ(c.removes(), 2u);
   EXPECT_EQ(c.lock_ops(), 3u);

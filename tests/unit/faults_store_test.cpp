@@ -154,6 +154,8 @@ TEST_F(FaultStoreTest, EveryOperationCanFail) {
   EXPECT_FALSE(store->refresh_lock(k, "t", 1s));
   EXPECT_FALSE(store->unlock(k, "t"));
   EXPECT_FALSE(store->lock_holder(k));
+  const Key keys[] = {k};
+  EXPECT_FALSE(store->get_many(keys));
   EXPECT_EQ(store->injections().size(), static_cast<std::size_t>(kStoreOpCount));
   for (const auto& inj : store->injections()) EXPECT_EQ(inj.kind, FaultKind::fail);
 }

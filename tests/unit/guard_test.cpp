@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "instance/stores/counting.hpp"
 #include "instance/stores/memory.hpp"
 #include "instance/testing.hpp"
 #include "instance/time.hpp"
@@ -67,6 +68,49 @@ TEST_F(GuardTest, RefusesBesideALiveInstance) {
   EXPECT_NE(second.error().error.message.find(format_rfc3339(first.record().expires_at)),
             std::string::npos);
   EXPECT_FALSE(exists("second"));  // a refused guard writes nothing
+}
+
+// Where the store reads several documents in one request (batch_reads), a
+// scan reads the listed records 64 at a time; a live record still refuses
+// the claim, and the scan stops at the batch that holds it.
+TEST_F(GuardTest, AScanReadsTheRecordsInBatchesWhereTheStoreCan) {
+  auto counting = make_counting_store(make_memory_store());
+  ASSERT_TRUE(counting->capabilities().batch_reads);
+  auto make = [&](std::string id) {
+    return Guard::create(counting, {.ttl = 30s,
+                                    .id = std::move(id),
+                                    .host = "host",
+                                    .pid = 100,
+                                    .clock = clock,
+                                    .scheduler = scheduler,
+                                    .logger = logger,
+                                    .mode = Mode::announce})
+        .value();
+  };
+  auto put = [&](const std::string& id, WallTime expires) {
+    Record r{.id = id, .started_at = clock->wall(), .expires_at = expires, .host = "elsewhere"};
+    ASSERT_TRUE(counting->replace(record_key(id).value(), encode_record(r)));
+  };
+  for (int i = 0; i < 100; ++i) put("old-" + std::to_string(100 + i), clock->wall() - 1h);
+  counting->reset();
+  auto first = make("me").claim();
+  ASSERT_TRUE(first.has_value()) << first.error().error.message;
+  EXPECT_EQ(counting->counts()[StoreOp::get_many], 2u);  // 64 + 36
+  EXPECT_EQ(counting->counts()[StoreOp::get], 0u);
+  ASSERT_TRUE(first->stand_down());
+  scheduler->run_due();
+
+  // A live record among 200 stale ones, in the second batch (the listing is
+  // in key order in memory): refused after two batches, not four.
+  for (int i = 0; i < 200; ++i) put("old-" + std::to_string(100 + i), clock->wall() - 1h);
+  put("old-170x", clock->wall() + 1h);
+  counting->reset();
+  auto second = make("you").claim();
+  ASSERT_FALSE(second.has_value());
+  EXPECT_EQ(second.error().error.code, Errc::another_instance);
+  ASSERT_TRUE(second.error().holder && second.error().holder->record);
+  EXPECT_EQ(second.error().holder->record->id, "old-170x");
+  EXPECT_EQ(counting->counts()[StoreOp::get_many], 2u);
 }
 
 TEST_F(GuardTest, AfterTheFirstStandsDownTheNextStartsAtOnce) {

@@ -66,12 +66,13 @@ enum class StoreOp {
   refresh_lock,
   unlock,
   lock_holder,
+  get_many,
 };
-inline constexpr int kStoreOpCount = 11;
+inline constexpr int kStoreOpCount = 12;
 
-// "get", "create", ..., "unlock", "lock_holder".
+// "get", "create", ..., "unlock", "lock_holder", "get_many".
 INSTANCE_EXPORT std::string_view to_string(StoreOp op) noexcept;
-// Whether the operation changes the store (everything but get, list and
+// Whether the operation changes the store (everything but get, get_many, list and
 // lock_holder).
 INSTANCE_EXPORT bool is_write(StoreOp op) noexcept;
 
@@ -145,6 +146,10 @@ class INSTANCE_EXPORT FaultStore final : public StoreWrapper {
   std::vector<Injection> injections() const;
 
   Result<Document> get(const Key& key) override;
+  // A fault on get_many fails (or delays) the whole batch; without one,
+  // each key is read as get() reads it, so get's faults (stale reads,
+  // corruption) reach the documents of a batch too.
+  Result<std::vector<Result<Document>>> get_many(std::span<const Key> keys) override;
   Result<std::string> create(const Key& key, std::string_view data) override;
   Result<std::string> replace(const Key& key, std::string_view data) override;
   Result<void> remove(const Key& key) override;

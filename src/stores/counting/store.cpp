@@ -56,6 +56,11 @@ Result<Document> CountingStore::get(const Key& key) {
   return StoreWrapper::get(key);
 }
 
+Result<std::vector<Result<Document>>> CountingStore::get_many(std::span<const Key> keys) {
+  count(StoreOp::get_many);
+  return StoreWrapper::get_many(keys);
+}
+
 Result<std::string> CountingStore::create(const Key& key, std::string_view data) {
   count(StoreOp::create);
   return StoreWrapper::create(key, data);

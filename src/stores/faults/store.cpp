@@ -34,12 +34,15 @@ std::string_view to_string(StoreOp op) noexcept {
       return "unlock";
     case StoreOp::lock_holder:
       return "lock_holder";
+    case StoreOp::get_many:
+      return "get_many";
   }
   return "unknown";
 }
 
 bool is_write(StoreOp op) noexcept {
-  return op != StoreOp::get && op != StoreOp::list && op != StoreOp::lock_holder;
+  return op != StoreOp::get && op != StoreOp::list && op != StoreOp::lock_holder &&
+         op != StoreOp::get_many;
 }
 
 std::string_view to_string(FaultKind kind) noexcept {
@@ -422,6 +425,13 @@ Result<void> FaultStore::unlock(const Key& key, std::string_view token) {
   const auto d = state_->decide(StoreOp::unlock, key);
   return state_->intercept<void>(*this, StoreOp::unlock, key, d,
                                  [&] { return target().unlock(key, token); });
+}
+
+Result<std::vector<Result<Document>>> FaultStore::get_many(std::span<const Key> keys) {
+  const Key first = keys.empty() ? Key{} : keys.front();
+  const auto d = state_->decide(StoreOp::get_many, first);
+  return state_->intercept<std::vector<Result<Document>>>(*this, StoreOp::get_many, first, d,
+                                                          [&] { return Store::get_many(keys); });
 }
 
 Result<LockHolder> FaultStore::lock_holder(const Key& key) {

@@ -20,7 +20,10 @@ class MemoryStore final : public Store {
             .conditional_writes = true,
             .native_lease = clock_ != nullptr,
             .server_clock = clock_ != nullptr && !outlive_,
-            .ends_stale_locks = clock_ != nullptr && outlive_};
+            .ends_stale_locks = clock_ != nullptr && outlive_,
+            // In memory, reading several documents one after another is
+            // already one request: the default get_many.
+            .batch_reads = true};
   }
 
   Result<LockGrant> lock(const Key& key, Duration ttl, std::string_view owner) override {

@@ -117,6 +117,8 @@ Statements::Statements(const std::string& t) {
       "(SELECT count(*) FROM pg_stat_replication)::text";
 
   get = "SELECT data, version::text FROM " + T + " WHERE kind = 'd' AND key = $1";
+  get_many =
+      "SELECT key, data, version::text FROM " + T + " WHERE kind = 'd' AND key = ANY($1::text[])";
   // A retry of our own create (same nonce) finds its row and succeeds.
   create = "INSERT INTO " + T + " AS cur (kind, key, data, version, writer) VALUES ('d', $1, $2, " +
            next_version +

@@ -2,6 +2,7 @@
 // The contract is in instance/stores/postgres.hpp.
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <mutex>
 
 #include "connection.hpp"
@@ -72,6 +73,7 @@ class PostgresStore final : public Store {
             .conditional_writes = true,
             .native_lease = true,
             .server_clock = true,
+            .batch_reads = true,
             .agreement = agreement()};
   }
 
@@ -82,13 +84,57 @@ class PostgresStore final : public Store {
     if (!reply) return std::unexpected(reply.error());
     if (reply->rows.empty()) return fail(Errc::not_found, what("get", key) + ": not found");
     Row& row = reply->rows.front();
-    if (row.size() != 2 || !row[0] || !row[1]) return malformed("get", key, "a row without data");
-    if (row[0]->size() > kMaxDocumentSize) {
+    if (row.size() != 2) return malformed("get", key, "a row without data");
+    return document_of(key, std::move(row[0]), std::move(row[1]));
+  }
+
+  // One statement reads them all: the keys as a text[] literal, each quoted.
+  Result<std::vector<Result<Document>>> get_many(std::span<const Key> keys) override {
+    if (keys.empty()) return std::vector<Result<Document>>{};
+    std::string array = "{";
+    for (const Key& key : keys) {
+      if (array.size() > 1) array += ',';
+      array += '"';
+      for (char c : key.str()) {
+        if (c == '"' || c == '\\') array += '\\';
+        array += c;
+      }
+      array += '"';
+    }
+    array += '}';
+    const Param params[] = {{array}};
+    auto reply = exec("get", keys.front(), sql_.get_many.c_str(), params);
+    if (!reply) return std::unexpected(reply.error());
+    std::map<std::string, Row*, std::less<>> found;
+    for (Row& row : reply->rows) {
+      if (row.size() != 3 || !row[0])
+        return malformed("get", keys.front(), "a row without its key");
+      found.emplace(*row[0], &row);
+    }
+    std::vector<Result<Document>> out;
+    out.reserve(keys.size());
+    for (const Key& key : keys) {
+      auto it = found.find(key.str());
+      if (it == found.end()) {
+        out.push_back(fail(Errc::not_found, what("get", key) + ": not found"));
+      } else {
+        Row& row = *it->second;
+        out.push_back(document_of(key, row[1], row[2]));  // copies: a key may be asked twice
+      }
+    }
+    return out;
+  }
+
+  // A row's data and version as get() gives them.
+  Result<Document> document_of(const Key& key, std::optional<std::string> data,
+                               std::optional<std::string> version) {
+    if (!data || !version) return malformed("get", key, "a row without data");
+    if (data->size() > kMaxDocumentSize) {
       return malformed(
           "get", key,
-          "document of " + std::to_string(row[0]->size()) + " bytes exceeds the 1 MiB cap");
+          "document of " + std::to_string(data->size()) + " bytes exceeds the 1 MiB cap");
     }
-    return Document{std::move(*row[0]), std::move(*row[1])};
+    return Document{std::move(*data), std::move(*version)};
   }
 
   Result<std::string> create(const Key& key, std::string_view data) override {

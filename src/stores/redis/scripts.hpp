@@ -21,6 +21,26 @@ if not v[1] or not v[2] then return {4} end
 return {1, v[1], v[2]}
 )lua";
 
+// KEYS[1..n] docs; ARGV[1] max size. One answer per key, as kGet's, in the
+// order of KEYS: the records of a scan in one round trip.
+inline constexpr std::string_view kGetMany = R"lua(
+local out = {}
+for i, k in ipairs(KEYS) do
+  local t = redis.call('TYPE', k)['ok']
+  if t == 'none' then out[i] = {0}
+  elseif t ~= 'hash' then out[i] = {2, t}
+  else
+    local n = redis.call('HSTRLEN', k, 'data')
+    if n > tonumber(ARGV[1]) then out[i] = {3, n}
+    else
+      local v = redis.call('HMGET', k, 'data', 'ver')
+      if not v[1] or not v[2] then out[i] = {4} else out[i] = {1, v[1], v[2]} end
+    end
+  end
+end
+return out
+)lua";
+
 // KEYS[1] doc; ARGV[1] data, ARGV[2] new version.
 // 1 created (or created by our own earlier attempt: same version); 0 exists.
 inline constexpr std::string_view kCreate = R"lua(

@@ -81,13 +81,38 @@ class RedisStore final : public Store {
             .conditional_writes = true,
             .native_lease = true,
             .server_clock = true,
+            .batch_reads = true,
             .agreement = agreement()};
   }
 
   Result<Document> get(const Key& key) override {
     auto sent = eval("get", key, scripts::kGet, {doc_key(key)}, {std::to_string(kMaxDocumentSize)});
     if (!sent) return std::unexpected(sent.error());
+    return document_of(key, *sent->reply);
+  }
+
+  // One script reads them all (kGetMany), in one round trip.
+  Result<std::vector<Result<Document>>> get_many(std::span<const Key> keys) override {
+    if (keys.empty()) return std::vector<Result<Document>>{};
+    std::vector<std::string> names;
+    names.reserve(keys.size());
+    for (const Key& key : keys) names.push_back(doc_key(key));
+    auto sent =
+        eval("get", keys.front(), scripts::kGetMany, names, {std::to_string(kMaxDocumentSize)});
+    if (!sent) return std::unexpected(sent.error());
     const redisReply& r = *sent->reply;
+    if (type_of(r) != ReplyType::array || size_of(r) != keys.size()) {
+      return bad_reply("get", keys.front(), r);
+    }
+    std::vector<Result<Document>> out;
+    out.reserve(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      out.push_back(document_of(keys[i], element(r, i)));
+    return out;
+  }
+
+  // A kGet answer (or one of kGetMany's) as get() gives it.
+  Result<Document> document_of(const Key& key, const redisReply& r) {
     auto status = status_of(r);
     if (!status) return bad_reply("get", key, r);
     switch (*status) {

@@ -466,20 +466,29 @@ class ZookeeperStore final : public Store {
   }
 
   net::Attempt<Document> read(Session& s, const std::string& path, const std::string& what) {
-    std::string data(kMaxDocumentSize + 1, '\0');
-    int length = static_cast<int>(data.size());
-    Stat stat{};
-    const int rc = zoo_get(s.handle(), path.c_str(), 0, data.data(), &length, &stat);
-    if (rc == ZNONODE) return net::attempt_error(Errc::not_found, what + ": not found");
-    if (rc != ZOK) return std::unexpected(failure(rc, what));
-    if (stat.ephemeralOwner != 0) {
-      return net::attempt_error(Errc::malformed, what + ": the znode is not a document");
+    // A buffer for a record's size first; a larger document is read again
+    // at the size the server reported (its Stat), so a read never fills a
+    // buffer of the whole 1 MiB cap. The size only grows, up to the cap.
+    std::string data(4096, '\0');
+    for (;;) {
+      int length = static_cast<int>(data.size());
+      Stat stat{};
+      const int rc = zoo_get(s.handle(), path.c_str(), 0, data.data(), &length, &stat);
+      if (rc == ZNONODE) return net::attempt_error(Errc::not_found, what + ": not found");
+      if (rc != ZOK) return std::unexpected(failure(rc, what));
+      if (stat.ephemeralOwner != 0) {
+        return net::attempt_error(Errc::malformed, what + ": the znode is not a document");
+      }
+      if (stat.dataLength < 0 || static_cast<std::size_t>(stat.dataLength) > kMaxDocumentSize) {
+        return net::attempt_error(Errc::malformed,
+                                  what + ": the stored value is larger than 1 MiB");
+      }
+      if (static_cast<std::size_t>(stat.dataLength) <= data.size()) {
+        data.resize(static_cast<std::size_t>(std::max(0, length)));
+        return Document{std::move(data), version_text(stat)};
+      }
+      data.assign(static_cast<std::size_t>(stat.dataLength), '\0');  // it was cut: read again
     }
-    if (stat.dataLength < 0 || static_cast<std::size_t>(stat.dataLength) > kMaxDocumentSize) {
-      return net::attempt_error(Errc::malformed, what + ": the stored value is larger than 1 MiB");
-    }
-    data.resize(static_cast<std::size_t>(std::max(0, length)));
-    return Document{std::move(data), version_text(stat)};
   }
 
   // The znode is the incarnation `v` names (same czxid): else conflict, or
