@@ -104,6 +104,40 @@ bool Connection::set_timeout(std::chrono::milliseconds command_timeout, Transpor
   return true;
 }
 
+int Connection::fd() const noexcept { return context_->fd; }
+
+ReplyPtr Connection::next_reply(TransportError& error) {
+  void* raw = nullptr;
+  if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) {
+    const bool timed_out = looks_like_timeout(*context_);
+    error = {timed_out            ? net::no_answer_within(timeout_)
+             : context_->err != 0 ? std::string(context_->errstr)
+                                  : "connection lost",
+             timed_out, true};
+    return nullptr;
+  }
+  return ReplyPtr(static_cast<redisReply*>(raw));
+}
+
+ReplyPtr Connection::buffered(TransportError& error) {
+  void* raw = nullptr;
+  if (redisReaderGetReply(context_->reader, &raw) != REDIS_OK) {
+    error = {"cannot read the server's reply: " + std::string(context_->reader->errstr), false,
+             true};
+    return nullptr;
+  }
+  return ReplyPtr(static_cast<redisReply*>(raw));
+}
+
+bool Connection::read_available(TransportError& error) {
+  if (redisBufferRead(context_) != REDIS_OK) {
+    error = {context_->err != 0 ? std::string(context_->errstr) : "connection lost", false, true};
+    if (error.message.empty()) error.message = "connection lost";
+    return false;
+  }
+  return true;
+}
+
 ReplyPtr Connection::command(const std::vector<std::string_view>& args, TransportError& error) {
   std::vector<const char*> argv;
   std::vector<std::size_t> lengths;

@@ -54,6 +54,17 @@ class Connection {
   // `error` set when the connection failed (it is then unusable).
   ReplyPtr command(const std::vector<std::string_view>& args, TransportError& error);
 
+  // For a subscribed connection, whose replies come when the server sends
+  // them. next_reply reads the next one, waiting up to the socket timeout;
+  // buffered returns one already read (null when none: `error` then set
+  // only when the stream cannot be parsed); read_available reads what the
+  // socket holds (after poll() found it readable). Null or false with
+  // `error` set: the connection failed and is unusable.
+  ReplyPtr next_reply(TransportError& error);
+  ReplyPtr buffered(TransportError& error);
+  bool read_available(TransportError& error);
+  int fd() const noexcept;
+
  private:
   Connection(redisContext* context, std::chrono::milliseconds timeout)
       : context_(context), timeout_(timeout) {}

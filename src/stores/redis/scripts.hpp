@@ -1,6 +1,11 @@
 // The Lua scripts of the Redis store: each runs atomically on the server
 // (EVAL). Documents are hashes {data, ver}; lock keys hold "<epoch>:<nonce>".
 // Answers are small integers (or arrays), decoded in store.cpp.
+//
+// The scripts that end a document or a lock also PUBLISH on the key's change
+// channel (an ARGV: channels are not keys), atomically with the change, so a
+// waiter subscribed to it (Store::await_change) is woken. redis.pcall: a user
+// whose ACL denies the channel still removes and unlocks (its waiters poll).
 #pragma once
 
 #include <string_view>
@@ -64,11 +69,20 @@ redis.call('HSET', KEYS[1], 'data', ARGV[1], 'ver', ARGV[3])
 return 1
 )lua";
 
-// KEYS[1] doc; ARGV[1] expected version. 1 removed; 0 absent; -1 another version.
+// KEYS[1] doc; ARGV[1] change channel. 1 removed; 0 absent.
+inline constexpr std::string_view kRemove = R"lua(
+if redis.call('DEL', KEYS[1]) == 0 then return 0 end
+redis.pcall('PUBLISH', ARGV[1], '')
+return 1
+)lua";
+
+// KEYS[1] doc; ARGV[1] expected version, ARGV[2] change channel.
+// 1 removed; 0 absent; -1 another version.
 inline constexpr std::string_view kRemoveIf = R"lua(
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if redis.call('HGET', KEYS[1], 'ver') ~= ARGV[1] then return -1 end
 redis.call('DEL', KEYS[1])
+redis.pcall('PUBLISH', ARGV[2], '')
 return 1
 )lua";
 
@@ -101,12 +115,14 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 )lua";
 
-// KEYS[1] lock; ARGV[1] token. 1 released; 0 absent; -1 someone else's.
+// KEYS[1] lock; ARGV[1] token, ARGV[2] change channel.
+// 1 released; 0 absent; -1 someone else's.
 inline constexpr std::string_view kUnlock = R"lua(
 local cur = redis.call('GET', KEYS[1])
 if not cur then return 0 end
 if cur ~= ARGV[1] then return -1 end
 redis.call('DEL', KEYS[1])
+redis.pcall('PUBLISH', ARGV[2], '')
 return 1
 )lua";
 

@@ -1,12 +1,17 @@
 // The Redis store (contract in instance/stores/redis.hpp): key layout, the
 // retry loop, reply decoding and error mapping.
+#include <poll.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <set>
 
+#include "../stop_wake.hpp"
 #include "connection.hpp"
 #include "instance/sdk/attempts.hpp"
 #include "instance/sdk/credentials.hpp"  // printable
@@ -56,6 +61,8 @@ class RedisStore final : public Store {
         doc_ns_(options_.prefix + "doc:"),
         lock_ns_(options_.prefix + "lock:"),
         epoch_ns_(options_.prefix + "epoch:"),
+        // Pub/sub is not per database: the number keeps databases apart.
+        change_ns_(options_.prefix + "changed:" + std::to_string(options_.db) + ":"),
         timeouts_({.retry_deadline = options_.retry_deadline,
                    .request_timeout = options_.command_timeout,
                    .max_clock_skew = options_.max_clock_skew}) {
@@ -163,8 +170,7 @@ class RedisStore final : public Store {
   }
 
   Result<void> remove(const Key& key) override {
-    const std::string k = doc_key(key);
-    auto sent = send("remove", key, {"DEL", k});
+    auto sent = eval("remove", key, scripts::kRemove, {doc_key(key)}, {doc_channel(key)});
     if (!sent) return std::unexpected(sent.error());
     auto n = integer("remove", key, *sent->reply);
     if (!n) return std::unexpected(n.error());
@@ -229,7 +235,8 @@ class RedisStore final : public Store {
 
   Result<void> remove_if(const Key& key, std::string_view version) override {
     constexpr std::string_view op = "conditional remove";
-    auto sent = eval(op, key, scripts::kRemoveIf, {doc_key(key)}, {std::string(version)});
+    auto sent =
+        eval(op, key, scripts::kRemoveIf, {doc_key(key)}, {std::string(version), doc_channel(key)});
     if (!sent) return std::unexpected(sent.error());
     auto status = integer(op, key, *sent->reply);
     if (!status) return std::unexpected(status.error());
@@ -273,7 +280,8 @@ class RedisStore final : public Store {
   }
 
   Result<void> unlock(const Key& key, std::string_view token) override {
-    auto sent = eval("unlock", key, scripts::kUnlock, {lock_key(key)}, {std::string(token)});
+    auto sent = eval("unlock", key, scripts::kUnlock, {lock_key(key)},
+                     {std::string(token), lock_channel(key)});
     if (!sent) return std::unexpected(sent.error());
     auto status = integer("unlock", key, *sent->reply);
     if (!status) return std::unexpected(status.error());
@@ -281,7 +289,113 @@ class RedisStore final : public Store {
     return fail(Errc::not_found, what("unlock", key) + ": the lock was no longer ours");
   }
 
+  // Pub/sub: the scripts that remove a document or end a lock publish on
+  // its change channels (change_ns_). A connection of its own (a subscribed
+  // connection can send nothing else) subscribes to the key's channels, and
+  // stays subscribed for the next wait on the same key; then one EXISTS on
+  // the store's connection asks whether the lock or document is still there
+  // (a change before the subscription took effect would otherwise be
+  // missed), and the wait reads the subscription until a message, the
+  // timeout or a stop. A lock that expires publishes nothing: the caller's
+  // poll covers it. A second wait while one runs gets a connection of its
+  // own for the call.
+  Result<bool> await_change(const Key& key, Duration timeout, std::stop_token stop) override {
+    constexpr std::string_view op = "wait for a change of";
+    if (stop.stop_requested()) return false;
+    const auto deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::clamp(timeout, Duration::zero(), Duration(std::chrono::hours(24))));
+    std::unique_lock held(sub_mu_, std::try_to_lock);
+    Subscriber spare;
+    Subscriber& sub = held.owns_lock() ? subscriber_ : spare;
+    TransportError transport;
+    auto broken = [&](const TransportError& t) -> std::unexpected<Error> {
+      sub.connection.reset();
+      return fail(t.timed_out ? Errc::timeout : Errc::unavailable,
+                  what(op, key) + ": the subscription failed: " + scrub(t.message));
+    };
+    if (sub.connection && sub.key != key.str()) sub.connection.reset();
+    if (!sub.connection) {
+      Error fatal;
+      Step step = Step::ok;
+      {
+        std::lock_guard lock(mu_);  // connect() may ask the Sentinels, and records the master
+        step = connect(op, key, timeouts_.get().request_timeout, transport, fatal, sub.connection);
+      }
+      if (step == Step::fatal) return std::unexpected(std::move(fatal));
+      if (step == Step::retry) return broken(transport);
+      if (options_.stats) ++options_.stats->requests;
+      ReplyPtr reply =
+          sub.connection->command({"SUBSCRIBE", lock_channel(key), doc_channel(key)}, transport);
+      while (true) {
+        if (!reply) return broken(transport);
+        if (type_of(*reply) == ReplyType::error) {
+          auto refused = server_error(op, key, text_of(*reply));
+          sub.connection.reset();
+          return refused;
+        }
+        if (!is_push(*reply, "subscribe")) {
+          sub.connection.reset();
+          return bad_reply(op, key, *reply);
+        }
+        if (type_of(element(*reply, 2)) == ReplyType::integer &&
+            integer_of(element(*reply, 2)) == 2)
+          break;
+        reply = sub.connection->next_reply(transport);
+      }
+      sub.key = key.str();
+    } else {
+      // What was published since the last wait: the check below stands for it.
+      while (true) {
+        pollfd ready{.fd = sub.connection->fd(), .events = POLLIN, .revents = 0};
+        if (::poll(&ready, 1, 0) <= 0) break;
+        if (!sub.connection->read_available(transport)) return broken(transport);
+      }
+      while (sub.connection->buffered(transport)) {
+      }
+      if (!transport.message.empty()) return broken(transport);
+    }
+    auto present = send(op, key, {"EXISTS", lock_key(key), doc_key(key)});
+    if (!present) return std::unexpected(present.error());
+    auto count = integer(op, key, *present->reply);
+    if (!count) return std::unexpected(count.error());
+    if (*count == 0) return true;  // gone already (or never there)
+
+    const detail::StopWake wake(stop);
+    while (true) {
+      while (ReplyPtr reply = sub.connection->buffered(transport)) {
+        if (is_push(*reply, "message")) return true;  // one of this key's two channels
+      }
+      if (!transport.message.empty()) return broken(transport);
+      switch (wake.wait(sub.connection->fd(), deadline)) {
+        case detail::StopWake::Ready::readable:
+          if (!sub.connection->read_available(transport)) return broken(transport);
+          break;
+        case detail::StopWake::Ready::timeout:
+        case detail::StopWake::Ready::stopped:
+          return false;
+        case detail::StopWake::Ready::failed:
+          return fail(Errc::internal,
+                      what(op, key) + ": cannot wait on the socket: " + std::strerror(errno));
+      }
+    }
+  }
+
  private:
+  // The connection await_change subscribes with, and the key it is
+  // subscribed for.
+  struct Subscriber {
+    std::unique_ptr<Connection> connection;
+    std::string key;
+  };
+
+  // A pub/sub push: ["subscribe" | "message", channel, count | payload].
+  static bool is_push(const redisReply& r, std::string_view kind) {
+    return type_of(r) == ReplyType::array && size_of(r) == 3 &&
+           type_of(element(r, 0)) == ReplyType::string && text_of(element(r, 0)) == kind;
+  }
+
   struct Sent {
     ReplyPtr reply;
     bool maybe_applied_before = false;  // an earlier attempt may have reached the server
@@ -291,6 +405,8 @@ class RedisStore final : public Store {
   std::string doc_key(const Key& key) const { return doc_ns_ + key.str(); }
   std::string lock_key(const Key& key) const { return lock_ns_ + key.str(); }
   std::string epoch_key(const Key& key) const { return epoch_ns_ + key.str(); }
+  std::string doc_channel(const Key& key) const { return change_ns_ + "doc:" + key.str(); }
+  std::string lock_channel(const Key& key) const { return change_ns_ + "lock:" + key.str(); }
 
   std::string what(std::string_view op, const Key& key) const {
     return std::string(op) + " " + (key.empty() ? std::string("(the root)") : key.str()) + " on " +
@@ -374,8 +490,9 @@ class RedisStore final : public Store {
       return fail(Errc::permission, what(op, key) + ": " + said +
                                         " (check the user and the password file or "
                                         "INSTANCE_GUARD_PASSWORD; the user needs +@all or the "
-                                        "commands EVAL, HSET, DEL, SCAN, TIME, INFO on the "
-                                        "prefix's keys)");
+                                        "commands EVAL, HSET, DEL, EXISTS, SCAN, TIME, INFO on the "
+                                        "prefix's keys, and PUBLISH and SUBSCRIBE on its "
+                                        "channels)");
     }
     if (starts("WRONGTYPE")) {
       return fail(Errc::malformed,
@@ -480,6 +597,12 @@ class RedisStore final : public Store {
 
   Step connect(std::string_view op, const Key& key, std::chrono::milliseconds timeout,
                TransportError& transport, Error& fatal) {
+    return connect(op, key, timeout, transport, fatal, connection_);
+  }
+
+  // Opens, authenticates and selects a connection into `out` (mu_ held).
+  Step connect(std::string_view op, const Key& key, std::chrono::milliseconds timeout,
+               TransportError& transport, Error& fatal, std::unique_ptr<Connection>& out) {
     if (sentinel()) {
       if (auto step = discover(op, key, timeout, transport, fatal); step != Step::ok) return step;
     }
@@ -534,7 +657,7 @@ class RedisStore final : public Store {
         return Step::retry;
       }
     }
-    connection_ = std::move(connection);
+    out = std::move(connection);
     return Step::ok;
   }
 
@@ -677,7 +800,8 @@ class RedisStore final : public Store {
   const std::string doc_ns_;
   const std::string lock_ns_;
   const std::string epoch_ns_;
-  TunedTimeouts timeouts_;  // retry_deadline, command_timeout, max_clock_skew (tune())
+  const std::string change_ns_;  // the channels a change of a document or lock is published on
+  TunedTimeouts timeouts_;       // retry_deadline, command_timeout, max_clock_skew (tune())
 
   std::mutex mu_;  // guards connection_; held for a whole operation with its retries
   std::unique_ptr<Connection> connection_;
@@ -686,6 +810,8 @@ class RedisStore final : public Store {
   std::mutex probe_mu_;
   std::atomic<bool> probed_{false};
   std::optional<MonoTime> last_probe_;  // probe_mu_, on options_.clock
+  std::mutex sub_mu_;                   // guards subscriber_, held for a whole wait
+  Subscriber subscriber_;
 };
 
 }  // namespace

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
+#include <stop_token>
 #include <thread>
 
 #include "instance/stores/redis.hpp"
@@ -321,6 +323,191 @@ TEST(RedisStore, AnAclUserAuthenticatesWithItsPassword) {
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().code, Errc::permission) << refused.error().message;
   EXPECT_EQ(refused.error().message.find(RedisServer::kPassword), std::string::npos);
+}
+
+// --wait's hand-over (Store::await_change): a waiter subscribes to the key's
+// change channel and is woken by the PUBLISH of the script that unlocks or
+// removes, not at its next poll. Each wait that should be woken is given a
+// minute: one that was not woken would come back false after it.
+template <typename F>
+std::chrono::steady_clock::duration timed(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::steady_clock::now() - start;
+}
+
+TEST(RedisStoreWait, AWaiterIsWokenByAnUnlockInAnotherStore) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  const std::string prefix = RedisServer::fresh_prefix();
+  auto holder = store_on(server, server.options(prefix));
+  auto waiter = store_on(server, server.options(prefix));
+  const Key k = key("instances.lock");
+  auto held = holder->lock(k, 1min, "holder").value();
+  std::optional<Result<bool>> woken;
+  std::chrono::steady_clock::duration took{};
+  std::thread t([&] { took = timed([&] { woken = waiter->await_change(k, 1min, {}); }); });
+  // Not needed for correctness (a waiter that subscribes after the unlock
+  // finds the lock gone), only so the wait is usually already blocked.
+  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(holder->unlock(k, held.token));
+  t.join();
+  ASSERT_TRUE(woken.has_value() && woken->has_value()) << woken->error().message;
+  EXPECT_TRUE(**woken);
+  EXPECT_LT(took, 10s);
+  EXPECT_TRUE(waiter->lock(k, 1min, "next"));  // and the lock is free to take
+}
+
+TEST(RedisStoreWait, AWaitForAFreeLockReturnsAtOnce) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  auto store = store_on(server, server.options());
+  Result<bool> free = false;
+  const auto took = timed([&] { free = store->await_change(key("instances.lock"), 1min, {}); });
+  ASSERT_TRUE(free) << free.error().message;
+  EXPECT_TRUE(*free);
+  EXPECT_LT(took, 10s);
+}
+
+TEST(RedisStoreWait, AWaitEndsWithFalseWhenStopIsRequested) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  auto store = store_on(server, server.options());
+  const Key k = key("instances.lock");
+  ASSERT_TRUE(store->lock(k, 1min, "holder"));
+  std::stop_source stop;
+  std::optional<Result<bool>> woken;
+  std::chrono::steady_clock::duration took{};
+  std::thread t(
+      [&] { took = timed([&] { woken = store->await_change(k, 1min, stop.get_token()); }); });
+  std::this_thread::sleep_for(50ms);
+  stop.request_stop();
+  t.join();
+  ASSERT_TRUE(woken.has_value() && woken->has_value()) << woken->error().message;
+  EXPECT_FALSE(**woken);  // not a change: the holder still holds
+  EXPECT_LT(took, 10s);
+  EXPECT_EQ(store->lock(k, 1min, "next").error().code, Errc::locked);
+}
+
+TEST(RedisStoreWait, AWaitOnAHeldLockTimesOutWithFalse) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  auto store = store_on(server, server.options());
+  const Key k = key("instances.lock");
+  auto held = store->lock(k, 1min, "holder").value();
+  for (int i = 0; i < 2; ++i) {  // the second on the subscription the first left
+    auto still = store->await_change(k, 100ms, {});
+    ASSERT_TRUE(still) << still.error().message;
+    EXPECT_FALSE(*still);
+  }
+  // A wake-up published while nobody waited is not taken for a later change.
+  ASSERT_TRUE(store->unlock(k, held.token));
+  ASSERT_TRUE(store->lock(k, 1min, "again"));
+  auto again = store->await_change(k, 100ms, {});
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_FALSE(*again);
+}
+
+TEST(RedisStoreWait, ARemovedRecordWakesItsWaiter) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  const std::string prefix = RedisServer::fresh_prefix();
+  auto holder = store_on(server, server.options(prefix));
+  auto waiter = store_on(server, server.options(prefix));
+  const Key plain = key("instances/a");
+  const Key conditional = key("instances/b");
+  ASSERT_TRUE(holder->replace(plain, "{}"));
+  const std::string version = holder->replace(conditional, "{}").value();
+  auto still = waiter->await_change(plain, 100ms, {});
+  ASSERT_TRUE(still) << still.error().message;
+  EXPECT_FALSE(*still);  // present: nothing to wake for
+
+  for (const Key& k : {plain, conditional}) {
+    std::optional<Result<bool>> woken;
+    std::chrono::steady_clock::duration took{};
+    std::thread t([&] { took = timed([&] { woken = waiter->await_change(k, 1min, {}); }); });
+    std::this_thread::sleep_for(50ms);
+    ASSERT_TRUE(k == plain ? holder->remove(k) : holder->remove_if(k, version));
+    t.join();
+    ASSERT_TRUE(woken.has_value() && woken->has_value()) << woken->error().message;
+    EXPECT_TRUE(**woken) << k.str();
+    EXPECT_LT(took, 10s);
+  }
+}
+
+TEST(RedisStoreWait, TwoWaitersAtOnceAreBothWoken) {
+  RedisServer& server = RedisServer::shared();
+  REQUIRE_REDIS(server);
+  const std::string prefix = RedisServer::fresh_prefix();
+  auto holder = store_on(server, server.options(prefix));
+  auto waiter = store_on(server, server.options(prefix));  // one store, two waits
+  const Key k = key("instances.lock");
+  auto held = holder->lock(k, 1min, "holder").value();
+  std::optional<Result<bool>> first, second;
+  std::thread a([&] { first = waiter->await_change(k, 1min, {}); });
+  std::thread b([&] { second = waiter->await_change(k, 1min, {}); });
+  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(holder->unlock(k, held.token));
+  a.join();
+  b.join();
+  for (auto* woken : {&first, &second}) {
+    ASSERT_TRUE(woken->has_value() && (*woken)->has_value()) << (*woken)->error().message;
+    EXPECT_TRUE(***woken);
+  }
+}
+
+// With a password, the subscriber authenticates as the store's connection
+// does; a user whose ACL denies the channels still unlocks (the scripts
+// publish with pcall), and its wait fails, naming the store, never the
+// password, so the guard polls.
+TEST(RedisStoreWait, AWaitAuthenticatesAndAnAclWithoutChannelsStillUnlocks) {
+  RedisServer server({.password = std::string(RedisServer::kPassword), .acl_user = "guard"});
+  REQUIRE_REDIS(server);
+  const std::string prefix = RedisServer::fresh_prefix();
+  auto holder = store_on(server, server.options(prefix));
+  auto waiter = store_on(server, server.options(prefix));
+  const Key k = key("instances.lock");
+  auto held = holder->lock(k, 1min, "holder").value();
+  std::optional<Result<bool>> woken;
+  std::thread t([&] { woken = waiter->await_change(k, 1min, {}); });
+  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(holder->unlock(k, held.token));
+  t.join();
+  ASSERT_TRUE(woken.has_value() && woken->has_value()) << woken->error().message;
+  EXPECT_TRUE(**woken);
+
+  const std::string secret = "Np-Secret-93a1";
+  ASSERT_EQ(server.command({"ACL", "SETUSER", "nochannels", "on", ">" + secret, "~*", "+@all",
+                            "resetchannels"}),
+            "OK");
+  RedisStoreOptions options = server.options(prefix);
+  options.user = "nochannels";
+  options.password = secret;
+  auto denied = make_redis_store(options).value();
+  auto mine = denied->lock(k, 1min, "denied").value();
+  auto wait = denied->await_change(k, 1min, {});
+  ASSERT_FALSE(wait.has_value());
+  EXPECT_NE(wait.error().code, Errc::unsupported);
+  EXPECT_NE(wait.error().message.find("wait for a change of instances.lock on redis://127.0.0.1:"),
+            std::string::npos)
+      << wait.error().message;
+  EXPECT_EQ(wait.error().message.find(secret), std::string::npos) << wait.error().message;
+  ASSERT_TRUE(denied->unlock(k, mine.token));
+  ASSERT_TRUE(denied->replace(key("instances/a"), "{}"));
+  EXPECT_TRUE(denied->remove(key("instances/a")));
+}
+
+TEST(RedisStoreWait, AServerThatIsDownFailsTheWaitSoTheCallerPolls) {
+  RedisStoreOptions options;
+  options.port = free_port();
+  options.retry_deadline = 200ms;
+  options.initial_backoff = 10ms;
+  auto store = make_redis_store(options).value();
+  auto wait = store->await_change(key("instances.lock"), 1min, {});
+  ASSERT_FALSE(wait.has_value());
+  EXPECT_EQ(wait.error().code, Errc::unavailable) << wait.error().message;
+  EXPECT_NE(wait.error().message.find("redis://127.0.0.1:"), std::string::npos)
+      << wait.error().message;
 }
 
 }  // namespace
