@@ -79,6 +79,31 @@ void Connection::drop() noexcept {
   conn_ = nullptr;
 }
 
+int Connection::socket() const noexcept { return conn_ != nullptr ? PQsocket(conn_) : -1; }
+
+bool Connection::consume_input(std::string& why) {
+  if (conn_ == nullptr) {
+    why = "not connected";
+    return false;
+  }
+  if (PQconsumeInput(conn_) == 0 || PQstatus(conn_) == CONNECTION_BAD) {
+    why = one_line(PQerrorMessage(conn_));
+    if (why.empty()) why = "connection lost";
+    drop();
+    return false;
+  }
+  return true;
+}
+
+std::optional<std::string> Connection::next_notification() {
+  if (conn_ == nullptr) return std::nullopt;
+  PGnotify* n = PQnotifies(conn_);
+  if (n == nullptr) return std::nullopt;
+  std::string payload = n->extra != nullptr ? n->extra : "";
+  PQfreemem(n);
+  return payload;
+}
+
 Outcome Connection::broken(std::string why, bool sent) {
   drop();
   return Outcome{.kind = Outcome::transport, .message = std::move(why), .sent = sent};

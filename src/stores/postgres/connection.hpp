@@ -71,6 +71,15 @@ class Connection {
 
   void drop() noexcept;
 
+  // LISTEN's notifications. socket: the descriptor to poll() (-1 when not
+  // connected); consume_input reads what the server sent without waiting
+  // (false, the connection dropped and `why` set, when it broke);
+  // next_notification: the payload of one notification received, oldest
+  // first.
+  int socket() const noexcept;
+  bool consume_input(std::string& why);
+  std::optional<std::string> next_notification();
+
  private:
   Outcome collect(SteadyTime deadline);
   Outcome broken(std::string why, bool sent);

@@ -83,6 +83,15 @@ Statements::Statements(const std::string& t) {
   const std::string& T = table_ident;
   const std::string next_version = "nextval('" + version_seq_ident + "')";
   const std::string next_epoch = "nextval('" + epoch_seq_ident + "')";
+  // 11 + at most 48 bytes of [a-z0-9_] (check_table_name): a name without
+  // quoting trouble that fits 63 bytes. The key is the payload (waiters
+  // filter on it) unless it is too long for one (8000 bytes): then empty,
+  // which wakes every waiter on the table.
+  channel = "ig_changed_" + t;
+  listen = "LISTEN \"" + channel + "\"";
+  const std::string notify =
+      "pg_notify('" + channel + "', CASE WHEN octet_length(key) <= 7000 THEN key ELSE '' END)";
+  present = "SELECT 1 FROM " + T + " WHERE key = $1 AND (kind = 'd' OR expires_at > now())";
 
   exists = "SELECT to_regclass($1)::text, to_regclass($2)::text, to_regclass($3)::text";
   create_schema =
@@ -128,7 +137,8 @@ Statements::Statements(const std::string& t) {
             " AS cur (kind, key, data, version, writer) VALUES ('d', $1, $2, " + next_version +
             ", $3) ON CONFLICT (kind, key) DO UPDATE SET data = EXCLUDED.data, "
             "version = EXCLUDED.version, writer = EXCLUDED.writer RETURNING cur.version::text";
-  remove = "DELETE FROM " + T + " WHERE kind = 'd' AND key = $1 RETURNING 1";
+  remove = "WITH gone AS (DELETE FROM " + T +
+           " WHERE kind = 'd' AND key = $1 RETURNING key) SELECT " + notify + "::text FROM gone";
   list_all = "SELECT key FROM " + T + " WHERE kind = 'd'";
   list = "SELECT key FROM " + T + " WHERE kind = 'd' AND key >= $1 AND key < $2";
   // The subqueries see the table as it was before the change: "existed".
@@ -137,9 +147,12 @@ Statements::Statements(const std::string& t) {
                "writer = $4) RETURNING version) SELECT (SELECT version::text FROM changed), "
                "EXISTS (SELECT 1 FROM " +
                T + " WHERE kind = 'd' AND key = $1)::text";
+  // pg_notify is volatile: the CTE that calls it is never inlined away.
   remove_if = "WITH gone AS (DELETE FROM " + T +
               " WHERE kind = 'd' AND key = $1 AND version = "
-              "$2::bigint RETURNING 1) SELECT (SELECT count(*) FROM gone)::text, "
+              "$2::bigint RETURNING key), told AS (SELECT " +
+              notify +
+              " FROM gone) SELECT (SELECT count(*) FROM told)::text, "
               "EXISTS (SELECT 1 FROM " +
               T + " WHERE kind = 'd' AND key = $1)::text";
   // Taken in one statement, judged on the server's clock; a retry of our own
@@ -156,7 +169,9 @@ Statements::Statements(const std::string& t) {
   refresh = "UPDATE " + T +
             " SET expires_at = now() + $3::bigint * interval '1 millisecond' "
             "WHERE kind = 'l' AND key = $1 AND token = $2 AND expires_at > now() RETURNING 1";
-  unlock = "DELETE FROM " + T + " WHERE kind = 'l' AND key = $1 AND token = $2 RETURNING 1";
+  unlock = "WITH gone AS (DELETE FROM " + T +
+           " WHERE kind = 'l' AND key = $1 AND token = $2 RETURNING key) SELECT " + notify +
+           "::text FROM gone";
 }
 
 }  // namespace instance::postgres

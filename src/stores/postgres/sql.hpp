@@ -39,14 +39,22 @@ struct Statements {
   std::string get_many;    // $1 keys (a text[] literal) -> (key, data, version) per present key
   std::string create;      // $1 key, $2 data, $3 nonce -> version, or no row when present
   std::string replace;     // $1 key, $2 data, $3 nonce -> version
-  std::string remove;      // $1 key -> a row when removed
+  std::string remove;      // $1 key -> a row when removed (and notified)
   std::string list_all;    // -> keys
   std::string list;        // $1 from, $2 to -> keys in [from, to)
   std::string replace_if;  // $1 key, $2 data, $3 version, $4 nonce -> (version or NULL, existed)
-  std::string remove_if;   // $1 key, $2 version -> (count removed, existed)
+  std::string remove_if;   // $1 key, $2 version -> (count removed and notified, existed)
   std::string lock;        // $1 key, $2 nonce, $3 owner, $4 ttl ms -> epoch, or no row when held
   std::string refresh;     // $1 key, $2 nonce, $3 ttl ms -> a row when ours and live
-  std::string unlock;      // $1 key, $2 nonce -> a row when removed
+  std::string unlock;      // $1 key, $2 nonce -> a row when removed (and notified)
+
+  // Store::await_change: the statements that remove a document or end a
+  // lock NOTIFY `channel` (an identifier of at most 63 bytes, from the
+  // table's name) with the key as payload, in the same statement; a waiter
+  // LISTENs, then asks `present` once.
+  std::string channel;
+  std::string listen;   // a simple-query string: LISTEN on the channel
+  std::string present;  // $1 key -> a row while a document or a live lock has that key
 };
 
 }  // namespace instance::postgres

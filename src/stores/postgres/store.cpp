@@ -1,10 +1,13 @@
 // The PostgreSQL store: statements, retries, the table and the clock check.
 // The contract is in instance/stores/postgres.hpp.
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <map>
 #include <mutex>
 
+#include "../stop_wake.hpp"
 #include "connection.hpp"
 #include "instance/sdk/attempts.hpp"
 #include "instance/sdk/credentials.hpp"  // printable
@@ -293,7 +296,84 @@ class PostgresStore final : public Store {
     return {};
   }
 
+  // LISTEN/NOTIFY: the statements that remove a document or end a lock
+  // notify the table's channel with the key, in the same statement (so at
+  // its commit). A connection of its own LISTENs (and stays listening for
+  // the next wait), then asks once whether a document or a live lock has
+  // the key (a change before the LISTEN took effect would otherwise be
+  // missed), and the wait reads notifications until one names the key, the
+  // timeout or a stop. A lock that expires notifies nobody: the caller's
+  // poll covers it. A second wait while one runs gets a connection of its
+  // own for the call.
+  Result<bool> await_change(const Key& key, Duration timeout, std::stop_token stop) override {
+    constexpr std::string_view op = "wait for a change of";
+    if (stop.stop_requested()) return false;
+    const auto now = std::chrono::steady_clock::now();
+    const auto deadline =
+        now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                  std::clamp(timeout, Duration::zero(), Duration(std::chrono::hours(24))));
+    std::unique_lock held(listen_mu_, std::try_to_lock);
+    std::optional<Listener> spare;
+    if (!held.owns_lock()) spare.emplace(options_.params, options_.password);
+    Listener& l = held.owns_lock() ? listener_ : *spare;
+    const auto budget = timeouts_.get().request_timeout;
+    auto failed = [&](const Outcome& out) -> std::unexpected<Error> {
+      l.conn.drop();
+      l.listening = false;
+      return std::unexpected(error_for(op, key, out, 1));
+    };
+    std::string why;
+    if (!l.conn.connected()) l.listening = false;
+    if (!l.listening) {
+      Outcome out = l.conn.connect(now + std::min(options_.connect_timeout, budget));
+      if (out.kind != Outcome::ok) return failed(out);
+      out = l.conn.run_simple(sql_.listen.c_str(), std::chrono::steady_clock::now() + budget);
+      if (out.kind != Outcome::ok) return failed(out);
+      l.listening = true;
+    } else {
+      // What was notified since the last wait: the check below stands for it.
+      if (!l.conn.consume_input(why)) return failed({.kind = Outcome::transport, .message = why});
+      while (l.conn.next_notification()) {
+      }
+    }
+    const std::string& k = key.str();
+    const Param params[] = {{k}};
+    Outcome out =
+        l.conn.run(sql_.present.c_str(), params, std::chrono::steady_clock::now() + budget);
+    if (out.kind == Outcome::sql_error && out.sqlstate == "42P01") return true;  // no table yet
+    if (out.kind != Outcome::ok) return failed(out);
+    if (out.rows.empty()) return true;  // gone already (or never there)
+
+    const detail::StopWake wake(stop);
+    while (true) {
+      while (auto payload = l.conn.next_notification()) {
+        if (payload->empty() || *payload == k) return true;
+      }
+      switch (wake.wait(l.conn.socket(), deadline)) {
+        case detail::StopWake::Ready::readable:
+          if (!l.conn.consume_input(why)) {
+            return failed({.kind = Outcome::transport, .message = why});
+          }
+          break;
+        case detail::StopWake::Ready::timeout:
+        case detail::StopWake::Ready::stopped:
+          return false;
+        case detail::StopWake::Ready::failed:
+          return fail(Errc::internal,
+                      what(op, key) + ": cannot wait on the socket: " + std::strerror(errno));
+      }
+    }
+  }
+
  private:
+  // The connection await_change listens on.
+  struct Listener {
+    Listener(std::vector<std::pair<std::string, std::string>> params, std::string password)
+        : conn(std::move(params), std::move(password)) {}
+    postgres::Connection conn;
+    bool listening = false;  // LISTEN ran on this connection
+  };
+
   struct Reply {
     std::vector<Row> rows;
     bool maybe_applied_before = false;  // an earlier attempt may have run the statement
@@ -551,6 +631,8 @@ class PostgresStore final : public Store {
   std::optional<Topology> topology_;
   std::optional<MonoTime> topology_failed_at_;  // when asking for topology_ last failed
   const std::size_t hosts_ = postgres::host_count(options_.params);
+  std::mutex listen_mu_;  // guards listener_, held for a whole wait
+  Listener listener_{options_.params, options_.password};
 };
 
 }  // namespace

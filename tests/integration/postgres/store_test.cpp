@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <stop_token>
 #include <thread>
 #include <vector>
 
@@ -281,6 +283,180 @@ TEST_F(PostgresStoreTest, UrlCredentialsComeFromTheEnvironmentOrAFile) {
   ASSERT_TRUE(store);
   ASSERT_TRUE((*store)->replace(key("instances/env"), "x"));
   EXPECT_EQ((*store)->describe().find(password), std::string::npos);
+}
+
+// --wait's hand-over (Store::await_change): a waiter LISTENs on the table's
+// channel and is woken by the NOTIFY of the statement that unlocks or
+// removes, not at its next poll. Each wait that should be woken is given a
+// minute: one that was not woken would come back false after it.
+template <typename F>
+std::chrono::steady_clock::duration timed(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::steady_clock::now() - start;
+}
+
+// Runs `change` while another thread waits on `k` in `waiter` for a minute;
+// the wait's answer and how long it took.
+template <typename F>
+std::pair<Result<bool>, std::chrono::steady_clock::duration> wait_across(Store& waiter,
+                                                                         const Key& k, F&& change) {
+  std::optional<Result<bool>> woken;
+  std::chrono::steady_clock::duration took{};
+  std::thread t([&] { took = timed([&] { woken = waiter.await_change(k, 1min, {}); }); });
+  // Not needed for correctness (a waiter that listens after the change finds
+  // it made), only so the wait is usually already blocked.
+  std::this_thread::sleep_for(50ms);
+  change();
+  t.join();
+  return {std::move(*woken), took};
+}
+
+TEST_F(PostgresStoreTest, AWaiterIsWokenByAnUnlockInAnotherStore) {
+  const Key k = key("instances.lock");
+  auto holder = another();
+  auto held = holder->lock(k, 1min, "holder").value();
+  auto [woken, took] = wait_across(*store_, k, [&] { ASSERT_TRUE(holder->unlock(k, held.token)); });
+  ASSERT_TRUE(woken) << woken.error().message;
+  EXPECT_TRUE(*woken);
+  EXPECT_LT(took, 10s);
+  EXPECT_TRUE(store_->lock(k, 1min, "next"));  // and the lock is free to take
+}
+
+TEST_F(PostgresStoreTest, AWaitForAFreeOrExpiredLockReturnsAtOnce) {
+  const Key k = key("instances.lock");
+  Result<bool> free = false;
+  auto took = timed([&] { free = store_->await_change(k, 1min, {}); });
+  ASSERT_TRUE(free) << free.error().message;
+  EXPECT_TRUE(*free);
+  EXPECT_LT(took, 10s);
+  ASSERT_TRUE(another()->lock(k, 1min, "holder"));
+  expire_leases();  // the row stays, its expiry passed on the server's clock
+  took = timed([&] { free = store_->await_change(k, 1min, {}); });
+  ASSERT_TRUE(free) << free.error().message;
+  EXPECT_TRUE(*free);
+  EXPECT_LT(took, 10s);
+}
+
+TEST_F(PostgresStoreTest, AWaitEndsWithFalseWhenStopIsRequested) {
+  const Key k = key("instances.lock");
+  ASSERT_TRUE(another()->lock(k, 1min, "holder"));
+  std::stop_source stop;
+  std::optional<Result<bool>> woken;
+  std::chrono::steady_clock::duration took{};
+  std::thread t(
+      [&] { took = timed([&] { woken = store_->await_change(k, 1min, stop.get_token()); }); });
+  std::this_thread::sleep_for(50ms);
+  stop.request_stop();
+  t.join();
+  ASSERT_TRUE(woken.has_value() && woken->has_value()) << woken->error().message;
+  EXPECT_FALSE(**woken);  // not a change: the holder still holds
+  EXPECT_LT(took, 10s);
+  EXPECT_EQ(store_->lock(k, 1min, "next").error().code, Errc::locked);
+}
+
+TEST_F(PostgresStoreTest, AWaitOnAHeldLockTimesOutWithFalseAndIgnoresOtherKeys) {
+  const Key k = key("instances.lock");
+  auto holder = another();
+  auto held = holder->lock(k, 1min, "holder").value();
+  ASSERT_TRUE(holder->replace(key("instances/other"), "{}"));
+  for (int i = 0; i < 2; ++i) {  // the second on the connection the first left listening
+    auto still = store_->await_change(k, 100ms, {});
+    ASSERT_TRUE(still) << still.error().message;
+    EXPECT_FALSE(*still);
+  }
+  // Another key's change, notified on the same channel, wakes nobody here.
+  std::optional<Result<bool>> still;
+  std::thread t([&] { still = store_->await_change(k, 300ms, {}); });
+  ASSERT_TRUE(holder->remove(key("instances/other")));
+  t.join();
+  ASSERT_TRUE(still.has_value() && still->has_value()) << still->error().message;
+  EXPECT_FALSE(**still);
+  // A notification sent while nobody waited is not taken for a later change.
+  ASSERT_TRUE(holder->unlock(k, held.token));
+  ASSERT_TRUE(holder->lock(k, 1min, "again"));
+  auto again = store_->await_change(k, 100ms, {});
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_FALSE(*again);
+}
+
+TEST_F(PostgresStoreTest, ARemovedRecordWakesItsWaiter) {
+  auto holder = another();
+  const Key plain = key("instances/a");
+  const Key conditional = key("instances/b");
+  ASSERT_TRUE(holder->replace(plain, "{}"));
+  const std::string version = holder->replace(conditional, "{}").value();
+  auto still = store_->await_change(plain, 100ms, {});
+  ASSERT_TRUE(still) << still.error().message;
+  EXPECT_FALSE(*still);  // present: nothing to wake for
+  auto [removed, took] = wait_across(*store_, plain, [&] { ASSERT_TRUE(holder->remove(plain)); });
+  ASSERT_TRUE(removed) << removed.error().message;
+  EXPECT_TRUE(*removed);
+  EXPECT_LT(took, 10s);
+  auto [gone, took_if] = wait_across(*store_, conditional, [&] {
+    EXPECT_EQ(holder->remove_if(conditional, "1").error().code, Errc::conflict);
+    ASSERT_TRUE(holder->remove_if(conditional, version));
+  });
+  ASSERT_TRUE(gone) << gone.error().message;
+  EXPECT_TRUE(*gone);
+  EXPECT_LT(took_if, 10s);
+  // remove and remove_if still answer as before.
+  EXPECT_EQ(holder->remove(plain).error().code, Errc::not_found);
+  EXPECT_EQ(holder->remove_if(conditional, version).error().code, Errc::not_found);
+}
+
+TEST_F(PostgresStoreTest, TwoWaitsAtOnceOnOneStoreAreBothWoken) {
+  const Key k = key("instances.lock");
+  auto holder = another();
+  auto held = holder->lock(k, 1min, "holder").value();
+  std::optional<Result<bool>> first, second;
+  std::thread a([&] { first = store_->await_change(k, 1min, {}); });
+  std::thread b([&] { second = store_->await_change(k, 1min, {}); });
+  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(holder->unlock(k, held.token));
+  a.join();
+  b.join();
+  for (auto* woken : {&first, &second}) {
+    ASSERT_TRUE(woken->has_value() && (*woken)->has_value()) << (*woken)->error().message;
+    EXPECT_TRUE(***woken);
+  }
+}
+
+// The listening connection logs in as the store's does; a wrong password
+// fails the wait (the guard then polls), naming the store, never the password.
+TEST_F(PostgresStoreTest, AWaitLogsInWithThePasswordAndNeverShowsIt) {
+  const std::string table = table_ + "_auth";
+  auto store = test_store(guard_options(table, std::string(PostgresServer::kPassword)));
+  auto holder = test_store(guard_options(table, std::string(PostgresServer::kPassword)));
+  const Key k = key("instances.lock");
+  auto held = holder->lock(k, 1min, "holder");
+  ASSERT_TRUE(held) << held.error().message;
+  auto [woken, took] = wait_across(*store, k, [&] { ASSERT_TRUE(holder->unlock(k, held->token)); });
+  ASSERT_TRUE(woken) << woken.error().message;
+  EXPECT_TRUE(*woken);
+
+  const std::string wrong = "wrong-Pw-9e4f";
+  auto bad = test_store(guard_options(table, wrong));
+  auto refused = bad->await_change(k, 1min, {});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::permission) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("wait for a change of instances.lock at postgres://"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_EQ(refused.error().message.find(wrong), std::string::npos) << refused.error().message;
+  EXPECT_EQ(refused.error().message.find(PostgresServer::kPassword), std::string::npos);
+}
+
+TEST_F(PostgresStoreTest, ADownServerFailsTheWaitSoTheCallerPolls) {
+  auto options = test_options(table_);
+  const int port = free_port();
+  options.params = {{"host", "127.0.0.1"}, {"port", std::to_string(port)}, {"dbname", "guard"}};
+  auto wait = test_store(options)->await_change(key("instances.lock"), 1min, {});
+  ASSERT_FALSE(wait);
+  EXPECT_EQ(wait.error().code, Errc::unavailable) << wait.error().message;
+  EXPECT_NE(wait.error().message.find("postgres://127.0.0.1:" + std::to_string(port)),
+            std::string::npos)
+      << wait.error().message;
 }
 
 }  // namespace
