@@ -221,8 +221,8 @@ class INSTANCE_EXPORT Guard {
   // Like claim(), but while another instance holds the store, waits until it
   // stands down or expires (or `wait.timeout` passes, or `stop`): woken by
   // the store where it can tell (Store::await_change: the directory store's
-  // lock), else polling, and polling too between wake-ups that did not end
-  // in a claim.
+  // lock, Redis pub/sub, PostgreSQL LISTEN/NOTIFY), else polling, and
+  // polling too between wake-ups that did not end in a claim.
   std::expected<Claim, ClaimError> claim_waiting(const WaitOptions& wait,
                                                  std::stop_token stop = {});
 

@@ -205,7 +205,15 @@ class INSTANCE_EXPORT Store {
   // tries again the moment it can instead of at its next poll. true: it may
   // have changed (possibly spuriously: the caller claims as usual); false:
   // the timeout passed or stop was requested. Errc::unsupported (the
-  // default): the store cannot tell, and the caller polls. Sends no write.
+  // default): the store cannot tell, and the caller polls; any other error:
+  // the wait failed, and the caller polls too. Sends no write. The
+  // directory store blocks on the lock file's OFD lock; Redis subscribes to
+  // the channel its unlock and remove scripts publish on; PostgreSQL
+  // LISTENs for the NOTIFY of its unlock and remove statements. Each checks
+  // once, after it starts listening, that the key is still held or present
+  // (true at once when not), so a change just before the wait is not
+  // missed. A lock that expires on a server wakes nobody: the caller's poll
+  // covers it.
   virtual Result<bool> await_change(const Key& key, Duration timeout, std::stop_token stop);
   // Fits the store's timing to the guard that uses it. Guard::create() calls
   // it; a consumer has no need to. A store that retries derives, here and

@@ -304,7 +304,8 @@ class PostgresStore final : public Store {
   // missed), and the wait reads notifications until one names the key, the
   // timeout or a stop. A lock that expires notifies nobody: the caller's
   // poll covers it. A second wait while one runs gets a connection of its
-  // own for the call.
+  // own for the call. A wait that ends in a change closes the connection
+  // (the caller claims next); one that timed out keeps it for the next.
   Result<bool> await_change(const Key& key, Duration timeout, std::stop_token stop) override {
     constexpr std::string_view op = "wait for a change of";
     if (stop.stop_requested()) return false;
@@ -340,14 +341,21 @@ class PostgresStore final : public Store {
     const Param params[] = {{k}};
     Outcome out =
         l.conn.run(sql_.present.c_str(), params, std::chrono::steady_clock::now() + budget);
-    if (out.kind == Outcome::sql_error && out.sqlstate == "42P01") return true;  // no table yet
+    // A change (or none to wait for): the caller claims now, and holds the
+    // store for long, so the connection is not kept open for nothing.
+    auto changed = [&] {
+      l.conn.drop();
+      l.listening = false;
+      return true;
+    };
+    if (out.kind == Outcome::sql_error && out.sqlstate == "42P01") return changed();  // no table
     if (out.kind != Outcome::ok) return failed(out);
-    if (out.rows.empty()) return true;  // gone already (or never there)
+    if (out.rows.empty()) return changed();  // gone already (or never there)
 
     const detail::StopWake wake(stop);
     while (true) {
       while (auto payload = l.conn.next_notification()) {
-        if (payload->empty() || *payload == k) return true;
+        if (payload->empty() || *payload == k) return changed();
       }
       switch (wake.wait(l.conn.socket(), deadline)) {
         case detail::StopWake::Ready::readable:

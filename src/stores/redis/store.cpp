@@ -298,7 +298,8 @@ class RedisStore final : public Store {
   // missed), and the wait reads the subscription until a message, the
   // timeout or a stop. A lock that expires publishes nothing: the caller's
   // poll covers it. A second wait while one runs gets a connection of its
-  // own for the call.
+  // own for the call. A wait that ends in a change closes the connection
+  // (the caller claims next); one that timed out keeps it for the next.
   Result<bool> await_change(const Key& key, Duration timeout, std::stop_token stop) override {
     constexpr std::string_view op = "wait for a change of";
     if (stop.stop_requested()) return false;
@@ -360,12 +361,18 @@ class RedisStore final : public Store {
     if (!present) return std::unexpected(present.error());
     auto count = integer(op, key, *present->reply);
     if (!count) return std::unexpected(count.error());
-    if (*count == 0) return true;  // gone already (or never there)
+    // A change (or none to wait for): the caller claims now, and holds the
+    // store for long, so the connection is not kept open for nothing.
+    auto changed = [&] {
+      sub.connection.reset();
+      return true;
+    };
+    if (*count == 0) return changed();  // gone already (or never there)
 
     const detail::StopWake wake(stop);
     while (true) {
       while (ReplyPtr reply = sub.connection->buffered(transport)) {
-        if (is_push(*reply, "message")) return true;  // one of this key's two channels
+        if (is_push(*reply, "message")) return changed();  // one of this key's two channels
       }
       if (!transport.message.empty()) return broken(transport);
       switch (wake.wait(sub.connection->fd(), deadline)) {

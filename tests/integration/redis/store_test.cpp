@@ -356,6 +356,10 @@ TEST(RedisStoreWait, AWaiterIsWokenByAnUnlockInAnotherStore) {
   EXPECT_TRUE(**woken);
   EXPECT_LT(took, 10s);
   EXPECT_TRUE(waiter->lock(k, 1min, "next"));  // and the lock is free to take
+  // The waiter's subscription closed with the change (the caller claims
+  // next): no connection stays open for nothing.
+  EXPECT_EQ(server.command({"PUBSUB", "NUMSUB", prefix + "changed:0:lock:instances.lock"}),
+            prefix + "changed:0:lock:instances.lock\n(integer) 0");
 }
 
 TEST(RedisStoreWait, AWaitForAFreeLockReturnsAtOnce) {
@@ -392,7 +396,8 @@ TEST(RedisStoreWait, AWaitEndsWithFalseWhenStopIsRequested) {
 TEST(RedisStoreWait, AWaitOnAHeldLockTimesOutWithFalse) {
   RedisServer& server = RedisServer::shared();
   REQUIRE_REDIS(server);
-  auto store = store_on(server, server.options());
+  const std::string prefix = RedisServer::fresh_prefix();
+  auto store = store_on(server, server.options(prefix));
   const Key k = key("instances.lock");
   auto held = store->lock(k, 1min, "holder").value();
   for (int i = 0; i < 2; ++i) {  // the second on the subscription the first left
@@ -400,6 +405,8 @@ TEST(RedisStoreWait, AWaitOnAHeldLockTimesOutWithFalse) {
     ASSERT_TRUE(still) << still.error().message;
     EXPECT_FALSE(*still);
   }
+  const std::string channel = prefix + "changed:0:lock:instances.lock";
+  EXPECT_EQ(server.command({"PUBSUB", "NUMSUB", channel}), channel + "\n(integer) 1");
   // A wake-up published while nobody waited is not taken for a later change.
   ASSERT_TRUE(store->unlock(k, held.token));
   ASSERT_TRUE(store->lock(k, 1min, "again"));
