@@ -182,7 +182,12 @@ void ensure_stale(Store& store, int n, WallTime now) {
 // Categories, so that create vs replace (first lease vs later) do not matter.
 struct Expected {
   std::uint64_t lists = 0, gets = 0, writes = 0, removes = 0, lock_ops = 0, batches = 0;
-  std::uint64_t total() const { return lists + gets + writes + removes + lock_ops + batches; }
+  // claim_lease, renew_lease and end_lease on a store with atomic_lease:
+  // each one request, whatever it reads and writes.
+  std::uint64_t leases = 0;
+  std::uint64_t total() const {
+    return lists + gets + writes + removes + lock_ops + batches + leases;
+  }
 };
 
 // The reads of a scan of `k` listed records: one get each, or with
@@ -199,11 +204,16 @@ Expected operator+(Expected a, const Expected& b) {
   a.removes += b.removes;
   a.lock_ops += b.lock_ops;
   a.batches += b.batches;
+  a.leases += b.leases;
   return a;
 }
 
 Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, std::uint64_t n) {
   const bool cond = caps.conditional_writes;
+  // exclusive on a store that takes, renews and ends its lease in one
+  // request (atomic_lease): the lock, the lease document, our record and
+  // (at the claim) the scan's reads are all in that request.
+  const bool atomic = mode == Mode::exclusive && caps.native_lease && caps.atomic_lease;
   // Stale records are reaped by announce always (blindly where the store has
   // no conditional delete: the original's behaviour), by the other modes
   // only with a conditional delete. A conditional delete waits for the
@@ -222,8 +232,10 @@ Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, s
         // read).
         e = Expected{.lists = 2, .writes = 2} + scan_reads(caps, n) + scan_reads(caps, n + 1);
         break;
-      default:                    // exclusive
-        if (caps.native_lease) {  // lock, read lease, scan, write lease, write record
+      default:  // exclusive
+        if (atomic) {
+          e = {.leases = 1};
+        } else if (caps.native_lease) {  // lock, read lease, scan, write lease, write record
           e = Expected{.lists = 1, .gets = 1, .writes = 2, .lock_ops = 1} + scan_reads(caps, n);
         } else {  // read lease, scan, compare-and-set lease, write record
           e = Expected{.lists = 1, .gets = 1, .writes = 2} + scan_reads(caps, n);
@@ -239,10 +251,13 @@ Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, s
         e = Expected{.lists = 1, .writes = 1} + scan_reads(caps, (cond ? 0 : n) + 1);
         break;
       default:  // [refresh lock,] lease, record
-        e = {.writes = 2, .lock_ops = caps.native_lease ? 1u : 0u};
+        e = atomic ? Expected{.leases = 1}
+                   : Expected{.writes = 2, .lock_ops = caps.native_lease ? 1u : 0u};
     }
-  } else {                          // release
-    if (mode == Mode::exclusive) {  // lease marked released, [unlock,] record removed
+  } else {  // release
+    if (atomic) {
+      e = {.leases = 1};
+    } else if (mode == Mode::exclusive) {  // lease marked released, [unlock,] record removed
       e = {.writes = 1, .removes = 1, .lock_ops = caps.native_lease ? 1u : 0u};
     } else {
       e = {.removes = 1};
@@ -255,7 +270,8 @@ Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, s
 bool matches(const RequestCounts& c, const Expected& e) {
   return c[StoreOp::list] == e.lists && c[StoreOp::get] == e.gets && c.writes() == e.writes &&
          c.removes() == e.removes && c.lock_ops() == e.lock_ops &&
-         c[StoreOp::get_many] == e.batches;
+         c[StoreOp::get_many] == e.batches &&
+         c[StoreOp::claim_lease] + c[StoreOp::renew_lease] + c[StoreOp::end_lease] == e.leases;
 }
 
 struct Case {

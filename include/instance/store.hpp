@@ -26,6 +26,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "instance/clock.hpp"
@@ -91,6 +92,10 @@ struct Capabilities {
   // rather than one get() after another: the guard reads the records it
   // scans that way.
   bool batch_reads = false;
+  // With native_lease: claim_lease(), renew_lease() and end_lease() each do
+  // their whole work in one request (a script, a statement, a
+  // transaction), rather than the default's one call after another.
+  bool atomic_lease = false;
   // What the store's own servers must agree on before a lock is granted or
   // renewed, in words the guarantee line appends ("etcd cluster (3
   // members): a majority (2) must agree ..."); empty when the store has
@@ -124,6 +129,82 @@ struct StoreTiming {
   // the hosts (and of the store's server) may be off.
   Duration max_skew = std::chrono::seconds(5);
 };
+
+// exclusive mode's lease under the store's lock, as whole operations
+// (Store::claim_lease, renew_lease, end_lease): the lock on `lock`, the
+// lease document at `lease` beside it, and the claimant's record.
+
+// A lease document whose fencing epoch and lock token are known only once
+// the lock is granted: the document is head + the epoch in decimal +
+// middle + the lock's token + tail. A store fills in tokens that need no
+// escaping in a JSON string (printable ASCII, no quote, no backslash).
+struct LeaseTemplate {
+  std::string head;
+  std::string middle;
+  std::string tail;
+  std::string fill(std::uint64_t epoch, std::string_view token) const;
+};
+
+struct LeaseClaim {
+  Key lock;  // taken as lock(lock, ttl, owner) takes it
+  Duration ttl{};
+  std::string owner;
+  Key lease;               // the lease document
+  LeaseTemplate document;  // written there once the lock is ours
+  Key record;              // our record, written with the lease document
+  std::string record_data;
+  Key scan;  // every other document under it is read back
+};
+
+struct LeaseClaimed {
+  LockGrant grant;
+  // The lease document as it was before the claim (Errc::not_found: none).
+  Result<Document> previous = std::unexpected(Error{Errc::not_found, "no lease document"});
+  // Whether the store also wrote the lease document and the record. It
+  // writes them only when `previous` is absent, or a JSON object whose
+  // member "epoch" is a positive integer: the epoch filled in is then the
+  // larger of that + 1 and grant.epoch. Otherwise (and always in the
+  // default) it writes nothing and keeps the lock: the caller reads
+  // `previous`, decides, and writes them itself.
+  bool written = false;
+  std::uint64_t epoch = 0;  // when written
+  std::string lease_version;
+  std::string record_version;
+  // When written: every document under `scan` but `record`, each as
+  // get_many() answers it, read after the writes.
+  std::vector<std::pair<Key, Result<Document>>> scanned;
+};
+
+struct LeaseRenewal {
+  Key lock;
+  std::string token;
+  Duration ttl{};
+  Key lease;
+  std::string lease_data;  // the lease document, rewritten with the refresh
+  Key record;
+  std::string record_data;  // our record, likewise
+};
+
+struct LeaseRenewed {
+  Duration granted{};  // as refresh_lock() answers
+  // Whether the store rewrote the lease document and the record with the
+  // refresh (never in the default: the caller writes them).
+  bool written = false;
+  std::string lease_version;
+  std::string record_version;
+};
+
+struct LeaseEnd {
+  Key lock;
+  std::string token;
+  Key lease;
+  std::string lease_data;  // the lease document marked released
+  Key record;              // our record, removed
+};
+
+// The epoch of a lease document as claim_lease() reads it: the member
+// "epoch" of a JSON object, when a positive integer; nullopt otherwise.
+INSTANCE_EXPORT std::optional<std::uint64_t> lease_epoch(std::string_view document);
 
 class INSTANCE_EXPORT Store {
  public:
@@ -215,6 +296,25 @@ class INSTANCE_EXPORT Store {
   // missed. A lock that expires on a server wakes nobody: the caller's poll
   // covers it.
   virtual Result<bool> await_change(const Key& key, Duration timeout, std::stop_token stop);
+  // exclusive mode's lease under the store's lock, each as one operation
+  // (in one request with capabilities().atomic_lease).
+  //
+  // claim_lease: takes the lock (Errc::locked, and nothing else done, when
+  // someone else holds it; any error: nothing was taken) and reads the
+  // lease document; where the store can, also writes the lease document and
+  // the record and reads back the documents under `scan` (LeaseClaimed says
+  // which it did). The default: lock(), then get() of the lease.
+  virtual Result<LeaseClaimed> claim_lease(const LeaseClaim& claim);
+  // renew_lease: refreshes the lock held under `token` (its errors as
+  // refresh_lock()'s: the lock is no longer ours), and only then, where the
+  // store can, rewrites the lease document and the record. The default:
+  // refresh_lock().
+  virtual Result<LeaseRenewed> renew_lease(const LeaseRenewal& renewal);
+  // end_lease: removes the record and, while the lock held under `token`
+  // is still ours, writes the lease document and unlocks, in one request:
+  // true. false (the default, or a store without atomic_lease): nothing was
+  // done, and the caller does it one call after another.
+  virtual Result<bool> end_lease(const LeaseEnd& end);
   // Fits the store's timing to the guard that uses it. Guard::create() calls
   // it; a consumer has no need to. A store that retries derives, here and
   // only here, its retry budget per operation, its request timeouts and its

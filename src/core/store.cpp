@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include "instance/time.hpp"
 
 namespace instance {
@@ -46,6 +48,39 @@ Result<LockHolder> Store::lock_holder(const Key& key) {
 Result<bool> Store::await_change(const Key& key, Duration, std::stop_token) {
   return fail(Errc::unsupported, describe() + " cannot tell when " + key.str() + " changes");
 }
+
+std::string LeaseTemplate::fill(std::uint64_t epoch, std::string_view token) const {
+  std::string out;
+  out.reserve(head.size() + 20 + middle.size() + token.size() + tail.size());
+  out.append(head).append(std::to_string(epoch)).append(middle).append(token).append(tail);
+  return out;
+}
+
+std::optional<std::uint64_t> lease_epoch(std::string_view document) {
+  const auto j = nlohmann::json::parse(document.begin(), document.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  const auto it = j.find("epoch");
+  if (it == j.end() || !it->is_number_unsigned()) return std::nullopt;
+  const auto epoch = it->get<std::uint64_t>();
+  if (epoch == 0) return std::nullopt;
+  return epoch;
+}
+
+Result<LeaseClaimed> Store::claim_lease(const LeaseClaim& claim) {
+  auto grant = lock(claim.lock, claim.ttl, claim.owner);
+  if (!grant) return std::unexpected(grant.error());
+  LeaseClaimed out{.grant = std::move(*grant)};
+  out.previous = get(claim.lease);
+  return out;
+}
+
+Result<LeaseRenewed> Store::renew_lease(const LeaseRenewal& renewal) {
+  auto granted = refresh_lock(renewal.lock, renewal.token, renewal.ttl);
+  if (!granted) return std::unexpected(granted.error());
+  return LeaseRenewed{.granted = *granted};
+}
+
+Result<bool> Store::end_lease(const LeaseEnd&) { return false; }
 
 void Store::tune(const StoreTiming&) {}
 

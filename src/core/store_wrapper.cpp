@@ -39,6 +39,15 @@ Result<LockHolder> StoreWrapper::lock_holder(const Key& key) { return target_->l
 Result<bool> StoreWrapper::await_change(const Key& key, Duration timeout, std::stop_token stop) {
   return target_->await_change(key, timeout, std::move(stop));
 }
+Result<LeaseClaimed> StoreWrapper::claim_lease(const LeaseClaim& claim) {
+  return target_atomic_lease() ? target_->claim_lease(claim) : Store::claim_lease(claim);
+}
+Result<LeaseRenewed> StoreWrapper::renew_lease(const LeaseRenewal& renewal) {
+  return target_atomic_lease() ? target_->renew_lease(renewal) : Store::renew_lease(renewal);
+}
+Result<bool> StoreWrapper::end_lease(const LeaseEnd& end) {
+  return target_atomic_lease() ? target_->end_lease(end) : Store::end_lease(end);
+}
 void StoreWrapper::tune(const StoreTiming& timing) { target_->tune(timing); }
 
 }  // namespace instance

@@ -90,24 +90,44 @@ class Exclusive final : public Protocol {
 
   Renewal renew(const Context& ctx, Holding& held) override {
     const WallTime now = ctx.clock.wall();
+    Record next = held.record;
+    next.renewed_at = now;
     if (native_) {
-      auto refreshed = ctx.store.refresh_lock(lock_key(), held.lock_token, ctx.options.ttl);
-      if (!refreshed) {
-        if (lost_code(refreshed.error().code)) {
+      // One renew_lease(): the lock refreshed and, where the store can, the
+      // lease document and our record rewritten in the same request.
+      Lease planned = ours(ctx, held, now);
+      next.expires_at = planned.expires_at;
+      auto renewed = ctx.store.renew_lease(LeaseRenewal{.lock = lock_key(),
+                                                        .token = held.lock_token,
+                                                        .ttl = ctx.options.ttl,
+                                                        .lease = lease_key(),
+                                                        .lease_data = encode_lease(planned),
+                                                        .record = ctx.record_key,
+                                                        .record_data = encode_record(next)});
+      if (!renewed) {
+        if (lost_code(renewed.error().code)) {
           return {Renewal::lost, Error{Errc::lost, "the store no longer holds our lock (" +
-                                                       refreshed.error().message + ")"}};
+                                                       renewed.error().message + ")"}};
         }
-        return {Renewal::failed, refreshed.error()};
+        return {Renewal::failed, renewed.error()};
       }
       // The refresh may come back with a different grant: renew on it, or
       // give the claim up when it leaves no room to renew safely.
-      const Duration granted = *refreshed;
+      const Duration granted = renewed->granted;
       if (auto usable = check_grant(ctx.options, granted, ctx.store.describe()); !usable) {
         return {Renewal::lost, Error{Errc::lost,
                                      "a lock refresh was granted too short to hold "
                                      "safely: " +
                                          usable.error().message}};
       }
+      // What the store wrote says how long we hold under the grant we had;
+      // a new grant has the steps below write them again.
+      if (renewed->written && granted == held.granted) {
+        held.lease_version = std::move(renewed->lease_version);
+        held.record = std::move(next);
+        return {};
+      }
+      if (renewed->written) held.lease_version = std::move(renewed->lease_version);
       held.granted = granted;
     }
     Lease lease = ours(ctx, held, now);
@@ -138,8 +158,6 @@ class Exclusive final : public Protocol {
       }
       held.lease_version = std::move(*version);
     }
-    Record next = held.record;
-    next.renewed_at = now;
     next.expires_at = lease.expires_at;
     if (auto written = ctx.store.replace(ctx.record_key, encode_record(next)); written) {
       held.record = std::move(next);
@@ -151,11 +169,31 @@ class Exclusive final : public Protocol {
   }
 
   Result<void> release(const Context& ctx, Holding& held) override {
+    Lease lease = ours(ctx, held, ctx.clock.wall());
+    lease.released = true;
+    return end(ctx, held, lease);
+  }
+
+ private:
+  // Ends our hold, leaving `lease` as the lease document: our record
+  // removed, the document written, the lock given back. In one request
+  // where the store can (end_lease), else one step after another.
+  Result<void> end(const Context& ctx, const Holding& held, const Lease& lease) {
+    if (native_ && !held.lock_token.empty()) {
+      auto ended = ctx.store.end_lease(LeaseEnd{.lock = lock_key(),
+                                                .token = held.lock_token,
+                                                .lease = lease_key(),
+                                                .lease_data = encode_lease(lease),
+                                                .record = ctx.record_key});
+      if (ended && *ended) return {};
+      if (!ended) {
+        ctx.log.info("ending the lease in one request failed; ending it step by step",
+                     {{"error", ended.error().message}});
+      }
+    }
     // Our record goes first, while the lease is still ours: a successor that
     // takes the lease over must not find it live (it would refuse).
     Result<void> outcome = remove_our_record(ctx);
-    Lease lease = ours(ctx, held, ctx.clock.wall());
-    lease.released = true;
     auto version = write_lease(ctx, lease, held.lease_version);
     if (!version && !lost_code(version.error().code) && outcome) {
       outcome = std::unexpected(version.error());
@@ -169,7 +207,6 @@ class Exclusive final : public Protocol {
     return outcome;
   }
 
- private:
   // The lease document under our lock: compare-and-set where the store can,
   // a plain write otherwise (the lock already excludes other writers).
   Result<std::string> write_lease(const Context& ctx, const Lease& lease,
@@ -181,19 +218,24 @@ class Exclusive final : public Protocol {
   }
 
   std::expected<Holding, ClaimError> acquire_locked(const Context& ctx, std::stop_token stop) {
-    auto grant = take_lock(ctx);
-    if (!grant && grant.error().code == Errc::locked && ends_stale_) {
+    // Our record as the claim writes it; with the lease document, the store
+    // may write both in the same request as the lock (atomic_lease).
+    const WallTime at = ctx.clock.wall();
+    Record record = our_record(ctx, at, "");
+    record.expires_at = at + expiry_window(ctx, Duration::zero());
+    auto claimed = claim_lock(ctx, record);
+    if (!claimed && claimed.error().code == Errc::locked && ends_stale_) {
       // The lock may have outlived a holder that stopped renewing: end it
       // when that holder is proven fenced, then ask once more.
       if (auto ended = end_stale_lock(ctx); !ended) return std::unexpected(ended.error());
-      grant = take_lock(ctx);
-    } else if (!grant && grant.error().code == Errc::locked && end_dead_holders_lock(ctx)) {
-      grant = take_lock(ctx);
+      claimed = claim_lock(ctx, record);
+    } else if (!claimed && claimed.error().code == Errc::locked && end_dead_holders_lock(ctx)) {
+      claimed = claim_lock(ctx, record);
     }
-    if (!grant) {
-      if (grant.error().code != Errc::locked) {
-        return std::unexpected(
-            failure(grant.error().code, "cannot take the store's lock: " + grant.error().message));
+    if (!claimed) {
+      if (claimed.error().code != Errc::locked) {
+        return std::unexpected(failure(claimed.error().code,
+                                       "cannot take the store's lock: " + claimed.error().message));
       }
       // Name the holder from the lease document when it can be read.
       std::optional<Record> holder;
@@ -204,78 +246,134 @@ class Exclusive final : public Protocol {
       }
       return std::unexpected(refusal(lock_key(), holder, "it holds the store's lock"));
     }
-    Holding held{.lock_token = std::move(grant->token)};
-    auto give_up = [&](ClaimError why) {
-      (void)ctx.store.unlock(lock_key(), held.lock_token);
-      return std::unexpected(std::move(why));
-    };
+    const LockGrant& grant = claimed->grant;
+    Holding held{.lock_token = grant.token};
     // The store may hold the lock for less (nginx's lock zone) or more than
     // the ttl asked: the guard renews on what was granted, and refuses a
     // grant too short to renew before it lapses.
-    held.granted = grant->granted;
-    if (auto usable = check_grant(ctx.options, held.granted, ctx.store.describe()); !usable) {
-      return give_up(failure(Errc::invalid, usable.error().message));
+    held.granted = grant.granted;
+    // What the store wrote with the lock stands only for a grant of exactly
+    // the ttl asked (the document says how long we hold); otherwise the
+    // steps below write them again.
+    const bool written = claimed->written && grant.granted == Duration::zero();
+    if (claimed->written) {
+      held.epoch = claimed->epoch;
+      held.lease_version = claimed->lease_version;
+      held.record = record;
     }
     std::uint64_t epoch = 1;
     std::string version;
-    std::string previous;  // the last holder: its lock is gone, so its record no longer counts
-    if (auto doc = ctx.store.get(lease_key()); doc) {
+    std::optional<Lease> before;            // the lease document before ours, when one of ours
+    std::optional<std::string> unreadable;  // why it is not, when its epoch does not read either
+    if (const auto& doc = claimed->previous; doc) {
       auto lease = decode_lease(doc->data);
-      if (!lease) return give_up(refusal(lease_key(), std::nullopt, lease.error().message));
-      epoch = lease->epoch + 1;
-      version = doc->version;
-      previous = lease->holder;
-      if (lease->locks_outlive_grant && !locks_outlive_grant_) {
-        locks_outlive_grant_ = lease->locks_outlive_grant;
+      if (lease) {
+        epoch = lease->epoch + 1;
+        if (lease->locks_outlive_grant && !locks_outlive_grant_) {
+          locks_outlive_grant_ = lease->locks_outlive_grant;
+        }
+        before = std::move(*lease);
+      } else if (const auto carried = lease_epoch(doc->data); carried) {
+        // Under the lock the document only carries the epoch and names the
+        // holder: one whose epoch reads (Store::claim_lease's rule, so both
+        // paths agree) is taken over with the next epoch; nothing else in
+        // it could be read, so no earlier holder is excused.
+        epoch = *carried + 1;
+        ctx.log.warn("the lease document was not one of ours; its epoch is carried on",
+                     {{"error", lease.error().message}});
+      } else {
+        unreadable = lease.error().message;
       }
-    } else if (doc.error().code != Errc::not_found) {
-      return give_up(failure(doc.error().code, "cannot read the lease: " + doc.error().message));
+      version = doc->version;
+    }
+    // A refused claim gives the lock back. Where the store already wrote our
+    // lease document and record, it also removes the record and puts the
+    // last holder's document back under our epoch (spent, so it never
+    // repeats), so the next claim still knows who held last.
+    auto give_up = [&](ClaimError why) {
+      if (claimed->written) {
+        Lease back = before ? *before : ours(ctx, held, ctx.clock.wall());
+        back.epoch = *held.epoch;
+        if (!before) back.released = true;
+        (void)end(ctx, held, back);
+      } else {
+        (void)ctx.store.unlock(lock_key(), held.lock_token);
+      }
+      return std::unexpected(std::move(why));
+    };
+    if (unreadable) return give_up(refusal(lease_key(), std::nullopt, *unreadable));
+    if (!claimed->previous && claimed->previous.error().code != Errc::not_found) {
+      const Error& error = claimed->previous.error();
+      return give_up(failure(error.code, "cannot read the lease: " + error.message));
+    }
+    if (auto usable = check_grant(ctx.options, held.granted, ctx.store.describe()); !usable) {
+      return give_up(failure(Errc::invalid, usable.error().message));
+    }
+    const std::string previous = before ? before->holder : "";  // its record no longer counts
+    // Every other live record still keeps us out (an original guard's; the
+    // last holder's, whose lock the store may have dropped while it runs):
+    // the lock is given back and the claim refused. A store that wrote our
+    // lease document with the lock read the records back in the same
+    // request, after its writes.
+    const ScanRules rules = rules_after_holder(ctx, previous);
+    if (written) {
+      if (auto clear = judge_others(ctx, std::move(claimed->scanned), rules); !clear) {
+        return give_up(clear.error());
+      }
+      describe_guarantee();
+      return held;
     }
     // A store that numbers its locks (etcd: the revision of the lock's put;
-    // PostgreSQL: a sequence)
-    // gives an epoch judged by the store; never below the document's count.
-    // A counter reset (a server without persistence) leaves the document's
-    // count as the floor.
-    const std::uint64_t numbered = grant->epoch;
+    // PostgreSQL: a sequence) gives an epoch judged by the store; never
+    // below the document's count. A counter reset (a server without
+    // persistence) leaves the document's count as the floor.
+    const std::uint64_t numbered = grant.epoch;
     if (numbered != 0 && numbered < epoch) {
       ctx.log.warn(
           "the store's lock epoch is behind the lease document's; keeping the larger",
           {{"store_epoch", std::to_string(numbered)}, {"document_epoch", std::to_string(epoch)}});
     }
-    epoch = std::max(epoch, numbered);
-    // Every other live record still keeps us out (an original guard's; the
-    // last holder's, whose lock the store may have dropped while it runs):
-    // the lock is given back and the claim refused.
-    if (auto clear = scan_others(ctx, stop, rules_after_holder(ctx, previous)); !clear) {
-      return give_up(clear.error());
-    }
+    epoch = std::max({epoch, numbered, claimed->epoch});
+    if (auto clear = scan_others(ctx, stop, rules); !clear) return give_up(clear.error());
 
     held.epoch = epoch;
     const Lease lease = ours(ctx, held, ctx.clock.wall());
-    auto written = version.empty() ? ctx.store.replace(lease_key(), encode_lease(lease))
-                                   : write_lease(ctx, lease, version);
-    if (!written) {
-      return give_up(
-          failure(written.error().code, "cannot write the lease: " + written.error().message));
+    const std::string current = claimed->written ? claimed->lease_version : version;
+    auto written_now = current.empty() ? ctx.store.replace(lease_key(), encode_lease(lease))
+                                       : write_lease(ctx, lease, current);
+    if (!written_now) {
+      return give_up(failure(written_now.error().code,
+                             "cannot write the lease: " + written_now.error().message));
     }
-    held.lease_version = std::move(*written);
+    held.lease_version = std::move(*written_now);
     describe_guarantee();
     return finish(ctx, std::move(held));
   }
 
-  // lock() with our owner text: on a store that may end stale locks, who we
-  // are, when we asked and for how long (a successor judges a lock that no
-  // lease document names by it); elsewhere our id.
-  Result<LockGrant> take_lock(const Context& ctx) {
-    if (!ends_stale_) return ctx.store.lock(lock_key(), ctx.options.ttl, ctx.options.id);
-    const LockOwner owner{.id = ctx.options.id,
-                          .locked_at = ctx.clock.wall(),
-                          .ttl = ctx.options.ttl,
-                          .host = ctx.self.host,
-                          .pid = ctx.self.pid,
-                          .boot_id = ctx.self.boot_id,
-                          .pid_ns = ctx.self.pid_ns};
-    return ctx.store.lock(lock_key(), ctx.options.ttl, encode_lock_owner(owner));
+  // claim_lease() with our owner text, lease document and record: on a
+  // store that may end stale locks, the owner says who we are, when we
+  // asked and for how long (a successor judges a lock that no lease
+  // document names by it); elsewhere it is our id.
+  Result<LeaseClaimed> claim_lock(const Context& ctx, const Record& record) {
+    std::string owner = ctx.options.id;
+    if (ends_stale_) {
+      owner = encode_lock_owner(LockOwner{.id = ctx.options.id,
+                                          .locked_at = ctx.clock.wall(),
+                                          .ttl = ctx.options.ttl,
+                                          .host = ctx.self.host,
+                                          .pid = ctx.self.pid,
+                                          .boot_id = ctx.self.boot_id,
+                                          .pid_ns = ctx.self.pid_ns});
+    }
+    return ctx.store.claim_lease(
+        LeaseClaim{.lock = lock_key(),
+                   .ttl = ctx.options.ttl,
+                   .owner = std::move(owner),
+                   .lease = lease_key(),
+                   .document = lease_template(ours(ctx, Holding{}, *record.renewed_at)),
+                   .record = ctx.record_key,
+                   .record_data = encode_record(record),
+                   .scan = records_prefix()});
   }
 
   // The store's lock is held. Ends it when its holder is proven fenced: its

@@ -33,6 +33,25 @@ std::string encode_lease(const Lease& lease) {
   return dump_json(j);
 }
 
+LeaseTemplate lease_template(Lease lease) {
+  // The key "epoch" and the key "lock_token" each occur once as a key: in
+  // the encoding, every quote inside a string value is escaped, so neither
+  // `"epoch":` nor `"lock_token":"` can appear inside one. The epoch comes
+  // before the token (the key order of encode_lease).
+  lease.epoch = 1;
+  lease.lock_token = "-";
+  const std::string text = encode_lease(lease);
+  constexpr std::string_view epoch_at = "\"epoch\":1";
+  constexpr std::string_view token_at = "\"lock_token\":\"-\"";
+  const auto e = text.find(epoch_at);
+  const auto t = text.find(token_at);
+  const auto e_end = e + epoch_at.size();
+  const auto t_mid = t + token_at.size() - 2;  // the token's first character
+  return LeaseTemplate{.head = text.substr(0, e_end - 1),
+                       .middle = text.substr(e_end, t_mid - e_end),
+                       .tail = text.substr(t_mid + 1)};
+}
+
 Result<Lease> decode_lease(std::string_view bytes) {
   auto bad = [](std::string_view why) {
     return fail(Errc::malformed, "not a lease document: " + std::string(why));

@@ -17,6 +17,7 @@
 #include "instance/error.hpp"
 #include "instance/key.hpp"
 #include "instance/record.hpp"
+#include "instance/store.hpp"
 
 namespace instance::detail {
 
@@ -55,6 +56,10 @@ struct Lease {
 };
 
 std::string encode_lease(const Lease& lease);
+// The lease as a template whose epoch and lock token the store fills in
+// (Store::claim_lease): filled with the epoch e and token t, it is
+// encode_lease() of the lease with epoch e and lock_token t.
+LeaseTemplate lease_template(Lease lease);
 // Errc::malformed, saying why, when the bytes are not a lease document.
 Result<Lease> decode_lease(std::string_view bytes);
 

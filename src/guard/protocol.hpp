@@ -193,6 +193,13 @@ struct ScanRules {
 std::expected<void, ClaimError> scan_others(const Context& ctx, std::stop_token stop,
                                             const ScanRules& rules);
 
+// scan_others' judgement of records a store already read (as
+// claim_lease's `scanned`): the first unreadable or blocking live one
+// refuses.
+std::expected<void, ClaimError> judge_others(const Context& ctx,
+                                             std::vector<std::pair<Key, Result<Document>>> read,
+                                             const ScanRules& rules);
+
 // The live records of others that `rules.blocks` selects, without refusing.
 Result<std::vector<Seen>> live_others(const Context& ctx, const ScanRules& rules);
 

@@ -73,6 +73,18 @@ std::expected<std::optional<Record>, ClaimError> examine(const Context& ctx, con
   return std::nullopt;
 }
 
+// One record a claim reads: a refusal when it is unreadable or live and
+// `rules.blocks` it; stale ones are reaped or deferred as examine() does.
+std::expected<void, ClaimError> judge_other(const Context& ctx, const Key& key,
+                                            Result<Document> doc, const ScanRules& rules) {
+  auto live = examine(ctx, key, std::move(doc), rules);
+  if (!live) return std::unexpected(std::move(live.error()));
+  if (*live && (!rules.blocks || rules.blocks(**live))) {
+    return std::unexpected(refusal(key, std::move(**live), ""));
+  }
+  return {};
+}
+
 std::string describe_holder(const Key& key, const std::optional<Record>& record) {
   if (!record) return "the record " + key.str() + " cannot be read, so it counts as live";
   std::string out = "holder id=" + record->id;
@@ -217,13 +229,20 @@ std::expected<void, ClaimError> scan_others(const Context& ctx, std::stop_token 
   }
   return read_each(ctx, *keys, stop,
                    [&](const Key& key, Result<Document> doc) -> std::expected<bool, ClaimError> {
-                     auto live = examine(ctx, key, std::move(doc), rules);
-                     if (!live) return std::unexpected(std::move(live.error()));
-                     if (*live && (!rules.blocks || rules.blocks(**live))) {
-                       return std::unexpected(refusal(key, std::move(**live), ""));
+                     if (auto judged = judge_other(ctx, key, std::move(doc), rules); !judged) {
+                       return std::unexpected(std::move(judged.error()));
                      }
                      return true;
                    });
+}
+
+std::expected<void, ClaimError> judge_others(const Context& ctx,
+                                             std::vector<std::pair<Key, Result<Document>>> read,
+                                             const ScanRules& rules) {
+  for (auto& [key, doc] : read) {
+    if (auto judged = judge_other(ctx, key, std::move(doc), rules); !judged) return judged;
+  }
+  return {};
 }
 
 Result<std::vector<Seen>> live_others(const Context& ctx, const ScanRules& rules) {

@@ -21,7 +21,14 @@ INSTANTIATE_TEST_SUITE_P(
         StoreFactory{
             .name = "memory_leases",
             .place = [](const StoreEnv&) { return shared(make_memory_store(system_clock())); },
-            .shortest_lease = 200ms}),
+            .shortest_lease = 200ms},
+        StoreFactory{.name = "memory_atomic_leases",
+                     .place =
+                         [](const StoreEnv&) {
+                           return shared(make_memory_store(MemoryStoreOptions{
+                               .lease_clock = system_clock(), .atomic_lease = true}));
+                         },
+                     .shortest_lease = 200ms}),
     [](const auto& p) { return p.param.name; });
 
 }  // namespace

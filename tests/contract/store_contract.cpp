@@ -440,6 +440,123 @@ TEST_P(StoreContract, ASecondLockIsRefusedWhileTheFirstIsHeld) {
   EXPECT_TRUE(store().unlock(kLease, token->token));
 }
 
+// Store::claim_lease, renew_lease and end_lease: what the default does one
+// call after another, a store with atomic_lease does in one request, with
+// the same outcome.
+TEST_P(StoreContract, TheLeaseOperationsTakeRenewAndEndTheLockWithItsDocuments) {
+  REQUIRE_NATIVE_LEASES();
+  auto b = another();
+  ASSERT_NE(b, nullptr);
+  const bool atomic = store().capabilities().atomic_lease;
+  const Key lease = key("instances.lease");
+  const Key ours = key("instances/a");
+  ASSERT_TRUE(store().replace(key("instances/other"), "theirs"));
+  ASSERT_TRUE(store().replace(lease, R"({"epoch":41,"holder":"before"})"));
+  const LeaseClaim claim{
+      .lock = kLease,
+      .ttl = 30s,
+      .owner = "guard-a",
+      .lease = lease,
+      .document = {.head = R"({"epoch":)", .middle = R"(,"lock_token":")", .tail = R"("})"},
+      .record = ours,
+      .record_data = "record of a",
+      .scan = key("instances")};
+  auto claimed = store().claim_lease(claim);
+  ASSERT_TRUE(claimed) << claimed.error().message;
+  ASSERT_TRUE(claimed->previous) << claimed->previous.error().message;
+  EXPECT_EQ(claimed->previous->data, R"({"epoch":41,"holder":"before"})");
+  EXPECT_EQ(claimed->written, atomic);
+  if (atomic) {
+    EXPECT_EQ(claimed->epoch, std::max<std::uint64_t>(42, claimed->grant.epoch));
+    EXPECT_EQ(store().get(lease)->data, claim.document.fill(claimed->epoch, claimed->grant.token));
+    EXPECT_EQ(store().get(lease)->version, claimed->lease_version);
+    EXPECT_EQ(store().get(ours)->data, "record of a");
+    EXPECT_EQ(store().get(ours)->version, claimed->record_version);
+    ASSERT_EQ(claimed->scanned.size(), 1u) << "every other document under instances/";
+    EXPECT_EQ(claimed->scanned[0].first, key("instances/other"));
+    ASSERT_TRUE(claimed->scanned[0].second);
+    EXPECT_EQ(claimed->scanned[0].second->data, "theirs");
+  } else {
+    EXPECT_EQ(store().get(ours).error().code, Errc::not_found) << "the default writes nothing";
+  }
+  // Held: a second claim takes nothing and writes nothing.
+  const std::string lease_now = store().get(lease)->data;
+  auto second = b->claim_lease(LeaseClaim(claim));
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, Errc::locked) << second.error().message;
+  EXPECT_EQ(store().get(lease)->data, lease_now);
+
+  auto renewed = store().renew_lease({.lock = kLease,
+                                      .token = claimed->grant.token,
+                                      .ttl = 30s,
+                                      .lease = lease,
+                                      .lease_data = "lease renewed",
+                                      .record = ours,
+                                      .record_data = "record renewed"});
+  ASSERT_TRUE(renewed) << renewed.error().message;
+  EXPECT_EQ(renewed->written, atomic);
+  if (atomic) {
+    EXPECT_EQ(store().get(lease)->data, "lease renewed");
+    EXPECT_EQ(store().get(ours)->data, "record renewed");
+  }
+  auto wrong = store().renew_lease({.lock = kLease,
+                                    .token = claimed->grant.token + "x",
+                                    .ttl = 30s,
+                                    .lease = lease,
+                                    .lease_data = "not ours",
+                                    .record = ours,
+                                    .record_data = "not ours"});
+  ASSERT_FALSE(wrong) << "a renewal under another token";
+  EXPECT_TRUE(lost(wrong.error())) << wrong.error().message;
+  EXPECT_NE(store().get(lease)->data, "not ours");
+
+  const instance::LeaseEnd ending{.lock = kLease,
+                                  .token = claimed->grant.token,
+                                  .lease = lease,
+                                  .lease_data = "released",
+                                  .record = ours};
+  auto ended = store().end_lease(ending);
+  ASSERT_TRUE(ended) << ended.error().message;
+  EXPECT_EQ(*ended, atomic);
+  if (atomic) {
+    EXPECT_EQ(store().get(lease)->data, "released");
+    EXPECT_EQ(store().get(ours).error().code, Errc::not_found);
+    auto taken = b->lock(kLease, 30s, "guard-b");
+    ASSERT_TRUE(taken) << "end_lease gave the lock back: " << taken.error().message;
+    // Ended under a token that no longer holds: the record goes, the lease
+    // document and the new holder's lock stay.
+    ASSERT_TRUE(store().replace(ours, "record again"));
+    ASSERT_TRUE(store().end_lease(instance::LeaseEnd(ending)));
+    EXPECT_EQ(store().get(lease)->data, "released");
+    EXPECT_EQ(store().get(ours).error().code, Errc::not_found);
+    EXPECT_EQ(store().lock(kLease, 30s, "guard-a").error().code, Errc::locked);
+    ASSERT_TRUE(b->unlock(kLease, taken->token));
+  } else {
+    ASSERT_TRUE(store().unlock(kLease, claimed->grant.token));
+  }
+}
+
+TEST_P(StoreContract, AClaimedLeaseNeverOverwritesALeaseDocumentWhoseEpochDoesNotRead) {
+  REQUIRE_NATIVE_LEASES();
+  const Key lease = key("instances.lease");
+  for (const std::string before : {"garbage", R"({"epoch":"7"})", R"({"epoch":0})", "[7]"}) {
+    ASSERT_TRUE(store().replace(lease, before));
+    auto claimed = store().claim_lease({.lock = kLease,
+                                        .ttl = 30s,
+                                        .owner = "guard-a",
+                                        .lease = lease,
+                                        .document = {.head = "{", .middle = "", .tail = "}"},
+                                        .record = key("instances/a"),
+                                        .record_data = "record of a",
+                                        .scan = key("instances")});
+    ASSERT_TRUE(claimed) << claimed.error().message;
+    EXPECT_FALSE(claimed->written) << before;
+    EXPECT_EQ(store().get(lease)->data, before);
+    EXPECT_EQ(store().get(key("instances/a")).error().code, Errc::not_found) << before;
+    ASSERT_TRUE(store().unlock(kLease, claimed->grant.token));
+  }
+}
+
 TEST_P(StoreContract, RefreshKeepsALockAndUnlockReleasesIt) {
   REQUIRE_NATIVE_LEASES();
   auto b = another();

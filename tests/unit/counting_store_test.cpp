@@ -20,9 +20,40 @@ using testing::key;
 class CountingStoreTest : public ::testing::Test {
  protected:
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
-  std::shared_ptr<Store> memory = make_memory_store(clock);
+  std::shared_ptr<Store> memory =
+      make_memory_store(MemoryStoreOptions{.lease_clock = clock, .atomic_lease = true});
   std::shared_ptr<CountingStore> store = make_counting_store(memory);
 };
+
+LeaseClaim a_claim() {
+  return LeaseClaim{
+      .lock = key("instances.lock"),
+      .ttl = 10s,
+      .owner = "me",
+      .lease = key("instances.lease"),
+      .document = {.head = "{\"epoch\":", .middle = ",\"lock_token\":\"", .tail = "\"}"},
+      .record = key("instances/me"),
+      .record_data = "{}",
+      .scan = key("instances")};
+}
+
+LeaseRenewal a_renewal(const std::string& token) {
+  return LeaseRenewal{.lock = key("instances.lock"),
+                      .token = token,
+                      .ttl = 10s,
+                      .lease = key("instances.lease"),
+                      .lease_data = "{}",
+                      .record = key("instances/me"),
+                      .record_data = "{}"};
+}
+
+LeaseEnd an_end(const std::string& token) {
+  return LeaseEnd{.lock = key("instances.lock"),
+                  .token = token,
+                  .lease = key("instances.lease"),
+                  .lease_data = "{}",
+                  .record = key("instances/me")};
+}
 
 TEST_F(CountingStoreTest, CountsEveryOperationOnceAndForwardsIt) {
   auto v1 = store->create(key("instances/a"), "1");
@@ -45,15 +76,37 @@ TEST_F(CountingStoreTest, CountsEveryOperationOnceAndForwardsIt) {
   ASSERT_TRUE(store->unlock(key("locks/x"), token->token));
   const Key both[] = {key("instances/a"), key("instances/b")};
   ASSERT_TRUE(store->get_many(both));  // one call, whatever it reads
+  // The lease operations of a store that does each in one request.
+  auto claimed = store->claim_lease(a_claim());
+  ASSERT_TRUE(claimed);
+  EXPECT_TRUE(claimed->written);
+  ASSERT_TRUE(store->renew_lease(a_renewal(claimed->grant.token)));
+  auto ended = store->end_lease(an_end(claimed->grant.token));
+  ASSERT_TRUE(ended);
+  EXPECT_TRUE(*ended);
 
   const RequestCounts c = store->counts();
   for (int i = 0; i < kStoreOpCount; ++i) {
     EXPECT_EQ(c.by_op[static_cast<std::size_t>(i)], 1u) << to_string(static_cast<StoreOp>(i));
   }
-  EXPECT_EQ(c.total(), 12u);
+  EXPECT_EQ(c.total(), 15u);
   EXPECT_EQ(c.writes(), 3u);
   EXPECT_EQ(c.removes(), 2u);
   EXPECT_EQ(c.lock_ops(), 3u);
+}
+
+TEST_F(CountingStoreTest, LeaseOperationsOfAStoreThatCannotDoThemAtOnceCountEachStep) {
+  auto stepwise = make_counting_store(make_memory_store(clock));
+  auto claimed = stepwise->claim_lease(a_claim());
+  ASSERT_TRUE(claimed);
+  EXPECT_FALSE(claimed->written);
+  EXPECT_EQ(claimed->previous.error().code, Errc::not_found);
+  EXPECT_EQ(stepwise->counts().str(), "get=1 lock=1");
+  ASSERT_TRUE(stepwise->renew_lease(a_renewal(claimed->grant.token)));
+  auto ended = stepwise->end_lease(an_end(claimed->grant.token));
+  ASSERT_TRUE(ended);
+  EXPECT_FALSE(*ended);  // nothing done: the caller goes step by step
+  EXPECT_EQ(stepwise->counts().str(), "get=1 lock=1 refresh_lock=1");
 }
 
 TEST_F(CountingStoreTest, FailedCallsCountToo) {

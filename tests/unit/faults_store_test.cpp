@@ -156,8 +156,32 @@ TEST_F(FaultStoreTest, EveryOperationCanFail) {
   EXPECT_FALSE(store->lock_holder(k));
   const Key keys[] = {k};
   EXPECT_FALSE(store->get_many(keys));
-  EXPECT_EQ(store->injections().size(), static_cast<std::size_t>(kStoreOpCount));
+  // The lease operations of a store that does each in one request fail as
+  // one call each.
+  auto atomic = make_fault_store(
+      make_memory_store(MemoryStoreOptions{.lease_clock = clock, .atomic_lease = true}),
+      {.seed = 42, .clock = clock});
+  ASSERT_TRUE(atomic->add({.ops = {StoreOp::claim_lease, StoreOp::renew_lease, StoreOp::end_lease},
+                           .fault = {.code = Errc::unavailable}}));
+  EXPECT_FALSE(atomic->claim_lease({.lock = k, .ttl = 1s, .lease = key("l"), .record = key("r")}));
+  EXPECT_FALSE(atomic->renew_lease({.lock = k, .token = "t", .ttl = 1s}));
+  EXPECT_FALSE(atomic->end_lease({.lock = k, .token = "t"}));
+  EXPECT_EQ(store->injections().size() + atomic->injections().size(),
+            static_cast<std::size_t>(kStoreOpCount));
   for (const auto& inj : store->injections()) EXPECT_EQ(inj.kind, FaultKind::fail);
+}
+
+TEST_F(FaultStoreTest, LeaseOperationsOfAStoreThatCannotDoThemAtOnceMeetEachStepsFaults) {
+  // The plain memory store has no atomic_lease: claim_lease is lock + get,
+  // so a fault on get fails it, and a claim_lease rule never fires.
+  ASSERT_TRUE(store->add({.ops = {StoreOp::claim_lease}, .fault = {.code = Errc::unavailable}}));
+  ASSERT_TRUE(store->add({.ops = {StoreOp::get}, .times = 1, .fault = {.code = Errc::timeout}}));
+  auto claimed = store->claim_lease(
+      {.lock = key("instances.lock"), .ttl = 10s, .lease = key("instances.lease")});
+  ASSERT_TRUE(claimed);  // the lock was taken; the lease read failed
+  EXPECT_EQ(claimed->previous.error().code, Errc::timeout);
+  EXPECT_EQ(store->calls(StoreOp::lock), 1u);
+  EXPECT_EQ(store->calls(StoreOp::claim_lease), 0u);
 }
 
 TEST_F(FaultStoreTest, StaleGetReturnsThePreviousVersion) {

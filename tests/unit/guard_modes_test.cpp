@@ -13,6 +13,7 @@
 
 #include "instance/guard.hpp"
 #include "instance/sdk/store_wrapper.hpp"
+#include "instance/stores/counting.hpp"
 #include "instance/stores/memory.hpp"
 #include "instance/testing.hpp"
 #include "instance/time.hpp"
@@ -76,6 +77,17 @@ class ModesTest : public ::testing::Test {
     return Guard::create(s ? s : store, options(std::move(id), mode)).value();
   }
   bool exists(std::string_view key) { return memory->get(Key::parse(key).value()).has_value(); }
+  // b's exclusive claim beside a lease document that is not one: refused,
+  // and the document and the store as they were.
+  void refused_beside_a_garbage_lease() {
+    const Key lease = Key::parse("instances.lease").value();
+    ASSERT_TRUE(memory->replace(lease, "garbage"));
+    auto b = guard("b", Mode::exclusive).claim();
+    ASSERT_FALSE(b.has_value());
+    EXPECT_EQ(b.error().error.code, Errc::another_instance);
+    EXPECT_EQ(memory->get(lease)->data, "garbage");
+    EXPECT_FALSE(exists("instances/b"));
+  }
   void put_record(const Record& r) {
     ASSERT_TRUE(memory->replace(record_key(r.id).value(), encode_record(r)));
   }
@@ -218,14 +230,7 @@ TEST_F(ModesTest, ARenewalWokenPastTheFenceDeadlineLosesTheClaimBeforeAnyRequest
   EXPECT_FALSE(exists("instances/a"));         // our record withdrawn, after the loss was told
 }
 
-TEST_F(ModesTest, ExclusiveNeverOverwritesAnUnreadableLease) {
-  const Key lease = Key::parse("instances.lease").value();
-  ASSERT_TRUE(memory->replace(lease, "garbage"));
-  auto b = guard("b", Mode::exclusive).claim();
-  ASSERT_FALSE(b.has_value());
-  EXPECT_EQ(b.error().error.code, Errc::another_instance);
-  EXPECT_EQ(memory->get(lease)->data, "garbage");
-}
+TEST_F(ModesTest, ExclusiveNeverOverwritesAnUnreadableLease) { refused_beside_a_garbage_lease(); }
 
 TEST_F(ModesTest, ExclusiveIsKeptOutByALiveOriginalGuard) {
   put_record({.id = "go-1", .started_at = clock->wall(), .expires_at = clock->wall() + 1min});
@@ -637,6 +642,19 @@ class NativeLeaseTest : public ModesTest {
   }
 };
 
+// The same, on a store that takes, renews and ends the lease one call after
+// another (false) and on one that does each in one request (true, as Redis
+// and PostgreSQL do: Capabilities::atomic_lease).
+class LeaseTest : public NativeLeaseTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    memory = make_memory_store({.lease_clock = clock, .atomic_lease = GetParam()});
+    store = std::make_shared<FailingStore>(memory);
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Lease, LeaseTest, ::testing::Bool(),
+                         [](const auto& param) { return param.param ? "atomic" : "steps"; });
+
 // Runs before_unlock (once) just before the first unlock reaches the store:
 // a rival's whole claim fits between a successor's judgement and its unlock.
 struct RacingUnlock final : StoreWrapper {
@@ -656,7 +674,7 @@ pid_t reaped_pid() {
   return child;
 }
 
-TEST_F(NativeLeaseTest, ADeadHolderOnThisHostHasItsLockEndedAtOnceByItsToken) {
+TEST_P(LeaseTest, ADeadHolderOnThisHostHasItsLockEndedAtOnceByItsToken) {
   auto opts = options("a", Mode::exclusive);
   opts.host = "host-b";  // b's host, boot and pid namespace
   opts.pid = reaped_pid();
@@ -668,7 +686,7 @@ TEST_F(NativeLeaseTest, ADeadHolderOnThisHostHasItsLockEndedAtOnceByItsToken) {
   EXPECT_TRUE(logger->contains("ended the store's lock of a holder whose process on this host"));
 }
 
-TEST_F(NativeLeaseTest, ALiveHolderOrOneOnAnotherHostKeepsItsLock) {
+TEST_P(LeaseTest, ALiveHolderOrOneOnAnotherHostKeepsItsLock) {
   auto opts = options("a", Mode::exclusive);
   opts.host = "host-b";
   opts.pid = ::getppid();  // alive
@@ -688,7 +706,7 @@ TEST_F(NativeLeaseTest, ALiveHolderOrOneOnAnotherHostKeepsItsLock) {
   EXPECT_FALSE(logger->contains("ended the store's lock"));
 }
 
-TEST_F(NativeLeaseTest, OfTwoSuccessorsOfADeadHolderOnlyOneGetsTheLock) {
+TEST_P(LeaseTest, OfTwoSuccessorsOfADeadHolderOnlyOneGetsTheLock) {
   auto opts = options("a", Mode::exclusive);
   opts.host = "host-b";
   opts.pid = reaped_pid();
@@ -724,7 +742,7 @@ class AgreeingStore final : public StoreWrapper {
   }
 };
 
-TEST_F(NativeLeaseTest, TheGuaranteeLineNamesWhatTheStoresServersMustAgreeOn) {
+TEST_P(LeaseTest, TheGuaranteeLineNamesWhatTheStoresServersMustAgreeOn) {
   store = std::make_shared<FailingStore>(std::make_shared<AgreeingStore>(memory));
   auto g = guard("a", Mode::automatic);
   for (int round = 0; round < 2; ++round) {
@@ -737,7 +755,7 @@ TEST_F(NativeLeaseTest, TheGuaranteeLineNamesWhatTheStoresServersMustAgreeOn) {
   }
 }
 
-TEST_F(NativeLeaseTest, TheStoresLockDecidesWhoHolds) {
+TEST_P(LeaseTest, TheStoresLockDecidesWhoHolds) {
   auto a = guard("a", Mode::automatic).claim().value();
   EXPECT_EQ(a.mode(), Mode::exclusive);
   EXPECT_NE(a.guarantee().find("store's own lock"), std::string_view::npos);
@@ -752,7 +770,7 @@ TEST_F(NativeLeaseTest, TheStoresLockDecidesWhoHolds) {
   EXPECT_EQ(b2->epoch(), std::optional<std::uint64_t>(2));
 }
 
-TEST_F(NativeLeaseTest, ALockThatExpiredOnTheStoreIsTakenOverWithTheNextEpoch) {
+TEST_P(LeaseTest, ALockThatExpiredOnTheStoreIsTakenOverWithTheNextEpoch) {
   auto a = guard("a", Mode::exclusive).claim().value();
   clock->advance(30s);  // a hangs; the store's lock expires on the store's clock
   // a's record is still live by the skew margin, but a's lock is gone.
@@ -761,7 +779,7 @@ TEST_F(NativeLeaseTest, ALockThatExpiredOnTheStoreIsTakenOverWithTheNextEpoch) {
   EXPECT_EQ(b->epoch(), std::optional<std::uint64_t>(2));
 }
 
-TEST_F(NativeLeaseTest, ARefusedRefreshIsALoss) {
+TEST_P(LeaseTest, ARefusedRefreshIsALoss) {
   int lost = 0;
   auto opts = options("a", Mode::exclusive);
   opts.on_lost = [&](const Error&) { ++lost; };
@@ -1349,7 +1367,7 @@ namespace {
 // ---- a live record keeps others out after a lock was taken ------------------
 
 // On a memory store with a lease clock, as NativeLeaseTest.
-class LockedScanTest : public NativeLeaseTest {
+class LockedScanTest : public LeaseTest {
  protected:
   // Whether the store's lock is free: taken and given back at once.
   bool lock_free() {
@@ -1361,7 +1379,7 @@ class LockedScanTest : public NativeLeaseTest {
   }
 };
 
-TEST_F(LockedScanTest, TheLastHoldersLiveRecordBlocksUntilItsOwnExpiry) {
+TEST_P(LockedScanTest, TheLastHoldersLiveRecordBlocksUntilItsOwnExpiry) {
   auto a = guard("a", Mode::exclusive).claim().value();
   clock->advance(30s);  // a's lock lapsed on the store; a's renewals never ran
   // ... but a still runs: its record says so for 10 s more.
@@ -1379,7 +1397,7 @@ TEST_F(LockedScanTest, TheLastHoldersLiveRecordBlocksUntilItsOwnExpiry) {
   ASSERT_TRUE(b2.has_value()) << b2.error().error.message;
 }
 
-TEST_F(LockedScanTest, AnotherLiveRecordBlocksForTheSkewMarginToo) {
+TEST_P(LockedScanTest, AnotherLiveRecordBlocksForTheSkewMarginToo) {
   put_record({.id = "go-1",
               .started_at = clock->wall(),
               .expires_at = clock->wall() + 5s,
@@ -1389,9 +1407,59 @@ TEST_F(LockedScanTest, AnotherLiveRecordBlocksForTheSkewMarginToo) {
   ASSERT_FALSE(b.has_value());
   EXPECT_EQ(b.error().holder->record->id, "go-1");
   EXPECT_TRUE(lock_free());
+  EXPECT_FALSE(exists("instances/b")) << "a refused claim leaves no record of its own";
   clock->advance(1s);
-  EXPECT_TRUE(guard("b", Mode::exclusive).claim().has_value());
+  auto b2 = guard("b", Mode::exclusive).claim();
+  ASSERT_TRUE(b2.has_value()) << b2.error().error.message;
+  // Where the refused claim wrote the lease document, its epoch stays spent.
+  EXPECT_EQ(b2->epoch(), std::optional<std::uint64_t>(GetParam() ? 2 : 1));
 }
+
+TEST_P(LeaseTest, AnUnreadableLeaseDocumentIsNeverOverwrittenAndTheLockIsGivenBack) {
+  refused_beside_a_garbage_lease();
+  auto again = memory->lock(Key::parse("instances.lock").value(), 1s, "probe");
+  EXPECT_TRUE(again.has_value()) << "the refused claim must give the lock back";
+}
+
+TEST_P(LeaseTest, ALeaseDocumentWhoseEpochReadsIsTakenOverWithTheNextEpoch) {
+  // Not one of ours (no holder, no expiry), but its epoch reads: under the
+  // lock that is all the document must carry on.
+  ASSERT_TRUE(memory->replace(Key::parse("instances.lease").value(), R"({"epoch":7})"));
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  EXPECT_EQ(b->epoch(), std::optional<std::uint64_t>(8));
+  EXPECT_TRUE(logger->contains("its epoch is carried on"));
+}
+
+TEST_P(LeaseTest, ClaimRenewalAndStandDownCostOneRequestEachWhereTheStoreCan) {
+  auto counting = make_counting_store(store);
+  auto opts = options("a", Mode::exclusive);
+  opts.history = false;
+  auto g = Guard::create(counting, opts).value();
+  auto a = g.claim().value();
+  scheduler->run_due();  // the upkeep after the grant, if any
+  const RequestCounts claimed = counting->counts();
+  scheduler->advance(10s);  // one renewal (every ttl/3)
+  const RequestCounts renewed = counting->counts() - claimed;
+  ASSERT_TRUE(a.stand_down());
+  const RequestCounts ended = counting->counts() - claimed - renewed;
+  if (GetParam()) {
+    EXPECT_EQ(claimed.str(), "claim_lease=1");
+    EXPECT_EQ(renewed.str(), "renew_lease=1");
+    EXPECT_EQ(ended.str(), "end_lease=1");
+  } else {
+    EXPECT_EQ(claimed.str(), "get=1 replace=2 list=1 lock=1");
+    EXPECT_EQ(renewed.str(), "replace=1 replace_if=1 refresh_lock=1");
+    EXPECT_EQ(ended.str(), "remove=1 replace_if=1 unlock=1");
+  }
+  EXPECT_EQ(a.epoch(), std::optional<std::uint64_t>(1));
+  auto b = guard("b", Mode::exclusive).claim();
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  EXPECT_EQ(b->epoch(), std::optional<std::uint64_t>(2));
+}
+
+INSTANTIATE_TEST_SUITE_P(Lease, LockedScanTest, ::testing::Bool(),
+                         [](const auto& param) { return param.param ? "atomic" : "steps"; });
 
 }  // namespace
 }  // namespace instance

@@ -35,10 +35,18 @@ class INSTANCE_EXPORT StoreWrapper : public Store {
   Result<void> unlock(const Key& key, std::string_view token) override;
   Result<LockHolder> lock_holder(const Key& key) override;
   Result<bool> await_change(const Key& key, Duration timeout, std::stop_token stop) override;
+  // The lease operations go to the target when it does them in one request
+  // (atomic_lease); otherwise they run Store's defaults on this wrapper, so
+  // its lock(), get() and the rest see each step.
+  Result<LeaseClaimed> claim_lease(const LeaseClaim& claim) override;
+  Result<LeaseRenewed> renew_lease(const LeaseRenewal& renewal) override;
+  Result<bool> end_lease(const LeaseEnd& end) override;
   void tune(const StoreTiming& timing) override;
 
  protected:
   Store& target() const noexcept { return *target_; }
+  // Whether the target does the lease operations in one request.
+  bool target_atomic_lease() const { return target_->capabilities().atomic_lease; }
 
  private:
   std::shared_ptr<Store> target_;

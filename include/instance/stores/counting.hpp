@@ -68,6 +68,11 @@ class INSTANCE_EXPORT CountingStore final : public StoreWrapper {
   Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
   Result<void> unlock(const Key& key, std::string_view token) override;
   Result<LockHolder> lock_holder(const Key& key) override;
+  // Counted as one call each where the target does them in one request;
+  // elsewhere each step is counted.
+  Result<LeaseClaimed> claim_lease(const LeaseClaim& claim) override;
+  Result<LeaseRenewed> renew_lease(const LeaseRenewal& renewal) override;
+  Result<bool> end_lease(const LeaseEnd& end) override;
 
  private:
   void count(StoreOp op) noexcept {

@@ -67,10 +67,14 @@ enum class StoreOp {
   unlock,
   lock_holder,
   get_many,
+  claim_lease,
+  renew_lease,
+  end_lease,
 };
-inline constexpr int kStoreOpCount = 12;
+inline constexpr int kStoreOpCount = 15;
 
-// "get", "create", ..., "unlock", "lock_holder", "get_many".
+// "get", "create", ..., "unlock", "lock_holder", "get_many", "claim_lease",
+// "renew_lease", "end_lease".
 INSTANCE_EXPORT std::string_view to_string(StoreOp op) noexcept;
 // Whether the operation changes the store (everything but get, get_many, list and
 // lock_holder).
@@ -161,6 +165,9 @@ class INSTANCE_EXPORT FaultStore final : public StoreWrapper {
   Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration ttl) override;
   Result<void> unlock(const Key& key, std::string_view token) override;
   Result<LockHolder> lock_holder(const Key& key) override;
+  Result<LeaseClaimed> claim_lease(const LeaseClaim& claim) override;
+  Result<LeaseRenewed> renew_lease(const LeaseRenewal& renewal) override;
+  Result<bool> end_lease(const LeaseEnd& end) override;
 
  private:
   struct State;

@@ -23,6 +23,11 @@ struct MemoryStoreOptions {
   // server_clock, and lock_holder() names who holds a lock, so a guard ends
   // the lock of a holder it proved fenced. For tests and the simulator.
   bool locks_outlive_holders = false;
+  // With a lease clock: claim_lease(), renew_lease() and end_lease() in one
+  // step each (Capabilities::atomic_lease), as Redis's scripts and
+  // PostgreSQL's statements do them, so the guard's one-request path runs
+  // in unit tests and the simulator.
+  bool atomic_lease = false;
 };
 INSTANCE_EXPORT std::shared_ptr<Store> make_memory_store(MemoryStoreOptions options);
 

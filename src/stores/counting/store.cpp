@@ -112,6 +112,21 @@ Result<void> CountingStore::unlock(const Key& key, std::string_view token) {
   return StoreWrapper::unlock(key, token);
 }
 
+Result<LeaseClaimed> CountingStore::claim_lease(const LeaseClaim& claim) {
+  if (target_atomic_lease()) count(StoreOp::claim_lease);
+  return StoreWrapper::claim_lease(claim);
+}
+
+Result<LeaseRenewed> CountingStore::renew_lease(const LeaseRenewal& renewal) {
+  if (target_atomic_lease()) count(StoreOp::renew_lease);
+  return StoreWrapper::renew_lease(renewal);
+}
+
+Result<bool> CountingStore::end_lease(const LeaseEnd& end) {
+  if (target_atomic_lease()) count(StoreOp::end_lease);
+  return StoreWrapper::end_lease(end);
+}
+
 std::shared_ptr<CountingStore> make_counting_store(std::shared_ptr<Store> target) {
   return std::make_shared<CountingStore>(std::move(target));
 }

@@ -36,6 +36,12 @@ std::string_view to_string(StoreOp op) noexcept {
       return "lock_holder";
     case StoreOp::get_many:
       return "get_many";
+    case StoreOp::claim_lease:
+      return "claim_lease";
+    case StoreOp::renew_lease:
+      return "renew_lease";
+    case StoreOp::end_lease:
+      return "end_lease";
   }
   return "unknown";
 }
@@ -232,11 +238,31 @@ struct FaultStore::State {
   // Makes sure the history knows a key's state before a write changes it.
   void learn(Store& target, const Key& key) {
     if (known(key)) return;
+    reread(target, key);
+  }
+
+  // Records the state of `key` now (after a write that returned no copy of
+  // what it wrote).
+  void reread(Store& target, const Key& key) {
     auto doc = target.get(key);
     if (doc)
       observe(key, *doc);
     else if (doc.error().code == Errc::not_found)
       observe(key, std::nullopt);
+  }
+
+  // A lease operation on a target that does it in one request: faulted as
+  // one call, with the lease document and record it writes recorded.
+  template <class T, class Forward>
+  Result<T> lease_op(const Store& self, Store& target, StoreOp op, const Key& lock,
+                     std::initializer_list<const Key*> writes, Forward&& forward) {
+    const auto d = decide(op, lock);
+    return intercept<T>(self, op, lock, d, [&] {
+      for (const Key* key : writes) learn(target, *key);
+      auto r = forward();
+      for (const Key* key : writes) reread(target, *key);
+      return r;
+    });
   }
 };
 
@@ -438,6 +464,28 @@ Result<LockHolder> FaultStore::lock_holder(const Key& key) {
   const auto d = state_->decide(StoreOp::lock_holder, key);
   return state_->intercept<LockHolder>(*this, StoreOp::lock_holder, key, d,
                                        [&] { return target().lock_holder(key); });
+}
+
+// On a target without atomic_lease, Store's defaults run on this wrapper, so
+// each step meets the faults of its own operation.
+Result<LeaseClaimed> FaultStore::claim_lease(const LeaseClaim& claim) {
+  if (!target_atomic_lease()) return Store::claim_lease(claim);
+  return state_->lease_op<LeaseClaimed>(*this, target(), StoreOp::claim_lease, claim.lock,
+                                        {&claim.lease, &claim.record},
+                                        [&] { return target().claim_lease(claim); });
+}
+
+Result<LeaseRenewed> FaultStore::renew_lease(const LeaseRenewal& renewal) {
+  if (!target_atomic_lease()) return Store::renew_lease(renewal);
+  return state_->lease_op<LeaseRenewed>(*this, target(), StoreOp::renew_lease, renewal.lock,
+                                        {&renewal.lease, &renewal.record},
+                                        [&] { return target().renew_lease(renewal); });
+}
+
+Result<bool> FaultStore::end_lease(const LeaseEnd& end) {
+  if (!target_atomic_lease()) return Store::end_lease(end);
+  return state_->lease_op<bool>(*this, target(), StoreOp::end_lease, end.lock,
+                                {&end.lease, &end.record}, [&] { return target().end_lease(end); });
 }
 
 std::shared_ptr<FaultStore> make_fault_store(std::shared_ptr<Store> target, FaultOptions options) {

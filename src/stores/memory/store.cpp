@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -11,7 +12,9 @@ namespace {
 class MemoryStore final : public Store {
  public:
   explicit MemoryStore(MemoryStoreOptions options)
-      : clock_(std::move(options.lease_clock)), outlive_(options.locks_outlive_holders) {}
+      : clock_(std::move(options.lease_clock)),
+        outlive_(options.locks_outlive_holders),
+        atomic_(options.atomic_lease && clock_ != nullptr) {}
 
   std::string describe() const override { return "memory:"; }
 
@@ -23,19 +26,65 @@ class MemoryStore final : public Store {
             .ends_stale_locks = clock_ != nullptr && outlive_,
             // In memory, reading several documents one after another is
             // already one request: the default get_many.
-            .batch_reads = true};
+            .batch_reads = true,
+            .atomic_lease = atomic_};
   }
 
   Result<LockGrant> lock(const Key& key, Duration ttl, std::string_view owner) override {
     if (!clock_) return Store::lock(key, ttl, "");
     std::lock_guard lock(mu_);
-    const MonoTime now = clock_->monotonic();
-    if (auto it = locks_.find(key); it != locks_.end() && held(it->second, now)) {
-      return fail(Errc::locked, "lock " + key.str() + " in memory: held by another");
+    return take(key, ttl, owner);
+  }
+
+  // With MemoryStoreOptions::atomic_lease, as one step under the mutex, as
+  // a server's script or statement does them.
+  Result<LeaseClaimed> claim_lease(const LeaseClaim& claim) override {
+    if (!atomic_) return Store::claim_lease(claim);
+    if (auto ok = check("replace", claim.record, claim.record_data); !ok) {
+      return std::unexpected(ok.error());
     }
-    const std::string token = "mem-" + std::to_string(++last_version_);
-    locks_[key] = {token, now + ttl, std::string(owner)};
-    return LockGrant{.token = token};
+    std::lock_guard lock(mu_);
+    auto grant = take(claim.lock, claim.ttl, claim.owner);
+    if (!grant) return std::unexpected(grant.error());
+    LeaseClaimed out{.grant = *grant};
+    std::uint64_t last = 0;
+    if (const auto it = docs_.find(claim.lease); it != docs_.end()) {
+      out.previous = it->second;
+      const auto epoch = lease_epoch(it->second.data);
+      if (!epoch) return out;  // not ours to overwrite: the caller decides
+      last = *epoch;
+    }
+    out.written = true;
+    out.epoch = std::max<std::uint64_t>(last + 1, grant->epoch);
+    out.lease_version = write(claim.lease, claim.document.fill(out.epoch, grant->token));
+    out.record_version = write(claim.record, claim.record_data);
+    for (const auto& [key, doc] : docs_) {
+      if (key.is_under(claim.scan) && key != claim.record) out.scanned.emplace_back(key, doc);
+    }
+    return out;
+  }
+
+  Result<LeaseRenewed> renew_lease(const LeaseRenewal& renewal) override {
+    if (!atomic_) return Store::renew_lease(renewal);
+    std::lock_guard lock(mu_);
+    auto granted = refresh(renewal.lock, renewal.token, renewal.ttl);
+    if (!granted) return std::unexpected(granted.error());
+    return LeaseRenewed{.granted = *granted,
+                        .written = true,
+                        .lease_version = write(renewal.lease, renewal.lease_data),
+                        .record_version = write(renewal.record, renewal.record_data)};
+  }
+
+  Result<bool> end_lease(const LeaseEnd& end) override {
+    if (!atomic_) return Store::end_lease(end);
+    std::lock_guard lock(mu_);
+    docs_.erase(end.record);
+    if (const auto it = locks_.find(end.lock);
+        it != locks_.end() && it->second.token == end.token) {
+      (void)write(end.lease, end.lease_data);
+      locks_.erase(it);
+    }
+    return true;
   }
 
   Result<LockHolder> lock_holder(const Key& key) override {
@@ -51,13 +100,7 @@ class MemoryStore final : public Store {
   Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration ttl) override {
     if (!clock_) return Store::refresh_lock(key, token, ttl);
     std::lock_guard lock(mu_);
-    const MonoTime now = clock_->monotonic();
-    const auto it = locks_.find(key);
-    if (it == locks_.end() || it->second.token != token || !held(it->second, now)) {
-      return fail(Errc::locked, "refresh lock " + key.str() + " in memory: no longer ours");
-    }
-    it->second.expires = now + ttl;
-    return Duration::zero();
+    return refresh(key, token, ttl);
   }
 
   Result<void> unlock(const Key& key, std::string_view token) override {
@@ -132,6 +175,26 @@ class MemoryStore final : public Store {
   }
 
  private:
+  Result<LockGrant> take(const Key& key, Duration ttl, std::string_view owner) {  // requires mu_
+    const MonoTime now = clock_->monotonic();
+    if (auto it = locks_.find(key); it != locks_.end() && held(it->second, now)) {
+      return fail(Errc::locked, "lock " + key.str() + " in memory: held by another");
+    }
+    const std::string token = "mem-" + std::to_string(++last_version_);
+    locks_[key] = {token, now + ttl, std::string(owner)};
+    return LockGrant{.token = token};
+  }
+
+  Result<Duration> refresh(const Key& key, std::string_view token, Duration ttl) {  // requires mu_
+    const MonoTime now = clock_->monotonic();
+    const auto it = locks_.find(key);
+    if (it == locks_.end() || it->second.token != token || !held(it->second, now)) {
+      return fail(Errc::locked, "refresh lock " + key.str() + " in memory: no longer ours");
+    }
+    it->second.expires = now + ttl;
+    return Duration::zero();
+  }
+
   static Result<void> check(std::string_view op, const Key& key, std::string_view data) {
     if (key.empty()) return fail(Errc::invalid, std::string(op) + " in memory: empty key");
     if (data.size() > kMaxDocumentSize) {
@@ -162,6 +225,7 @@ class MemoryStore final : public Store {
 
   std::shared_ptr<Clock> clock_;
   const bool outlive_;  // locks never expire (as phodav's): MemoryStoreOptions
+  const bool atomic_;   // the lease operations in one step: MemoryStoreOptions
   std::mutex mu_;
   std::map<Key, Document> docs_;
   std::map<Key, Lock> locks_;

@@ -89,6 +89,7 @@ class RedisStore final : public Store {
             .native_lease = true,
             .server_clock = true,
             .batch_reads = true,
+            .atomic_lease = true,
             .agreement = agreement()};
   }
 
@@ -181,8 +182,7 @@ class RedisStore final : public Store {
   }
 
   Result<std::vector<Key>> list(const Key& prefix) override {
-    const std::string pattern =
-        glob_escape(doc_ns_ + prefix.str() + (prefix.empty() ? "" : "/")) + "*";
+    const std::string pattern = scan_pattern(prefix);
     std::set<std::string> names;  // SCAN may return a key more than once
     std::string cursor = "0";
     do {
@@ -204,18 +204,28 @@ class RedisStore final : public Store {
     std::vector<Key> keys;
     keys.reserve(names.size());
     for (const auto& name : names) {
-      auto key = name.starts_with(doc_ns_)
-                     ? Key::from_listing(std::string_view(name).substr(doc_ns_.size()))
-                     : fail(Errc::malformed, "outside the prefix");
-      if (!key || !key->is_under(prefix) || key->empty()) {
-        return fail(Errc::malformed, what("list", prefix) + ": the server holds \"" +
-                                         printable(name) +
-                                         "\", which is not a document key of "
-                                         "this store (remove or rename it)");
-      }
+      auto key = listed_key("list", prefix, name);
+      if (!key) return std::unexpected(key.error());
       keys.push_back(std::move(*key));
     }
     return keys;
+  }
+
+  // A Redis key that SCAN found under `prefix`, as a document key.
+  Result<Key> listed_key(std::string_view op, const Key& prefix, std::string_view name) const {
+    auto key = name.starts_with(doc_ns_) ? Key::from_listing(name.substr(doc_ns_.size()))
+                                         : fail(Errc::malformed, "outside the prefix");
+    if (!key || !key->is_under(prefix) || key->empty()) {
+      return fail(Errc::malformed, what(op, prefix) + ": the server holds \"" + printable(name) +
+                                       "\", which is not a document key of this store (remove "
+                                       "or rename it)");
+    }
+    return key;
+  }
+
+  // SCAN's pattern for every document key under `prefix`.
+  std::string scan_pattern(const Key& prefix) const {
+    return glob_escape(doc_ns_ + prefix.str() + (prefix.empty() ? "" : "/")) + "*";
   }
 
   Result<std::string> replace_if(const Key& key, std::string_view data,
@@ -287,6 +297,99 @@ class RedisStore final : public Store {
     if (!status) return std::unexpected(status.error());
     if (*status == 1) return {};
     return fail(Errc::not_found, what("unlock", key) + ": the lock was no longer ours");
+  }
+
+  // The lease operations, one script each (kClaimLease, kRenewLease,
+  // kEndLease): one round trip per claim, renewal and stand-down.
+  Result<LeaseClaimed> claim_lease(const LeaseClaim& c) override {
+    constexpr std::string_view op = "claim lease";
+    if (c.ttl <= Duration::zero()) {
+      return fail(Errc::invalid, what(op, c.lock) + ": ttl must be positive");
+    }
+    if (auto ok = check_size(op, c.record, c.record_data); !ok) return std::unexpected(ok.error());
+    const std::string pattern = scan_pattern(c.scan);
+    const std::string lease_version = fresh();
+    const std::string record_version = fresh();
+    auto sent = eval(
+        op, c.lock, scripts::kClaimLease,
+        {lock_key(c.lock), epoch_key(c.lock), doc_key(c.lease), doc_key(c.record)},
+        {fresh(), ttl_ms(c.ttl), c.document.head, c.document.middle, c.document.tail, c.record_data,
+         lease_version, record_version, pattern, std::to_string(kMaxDocumentSize)});
+    if (!sent) return std::unexpected(sent.error());
+    const redisReply& r = *sent->reply;
+    if (type_of(r) == ReplyType::nil) {
+      return fail(Errc::locked, what(op, c.lock) + ": held by another instance");
+    }
+    if (type_of(r) != ReplyType::array || size_of(r) != 6 ||
+        type_of(element(r, 0)) != ReplyType::string ||
+        type_of(element(r, 1)) != ReplyType::integer ||
+        type_of(element(r, 4)) != ReplyType::array || type_of(element(r, 5)) != ReplyType::array ||
+        size_of(element(r, 4)) != size_of(element(r, 5))) {
+      return bad_reply(op, c.lock, r);
+    }
+    const std::string token(text_of(element(r, 0)));
+    const auto counted = parse_epoch(token);
+    if (!counted) return bad_reply(op, c.lock, r);
+    LeaseClaimed out{.grant = LockGrant{.token = token, .epoch = *counted}};
+    out.previous = document_of(c.lease, element(r, 3));
+    if (integer_of(element(r, 1)) != 1) return out;
+    const std::string epoch = field_text(r, 2);
+    const auto [end, ec] = std::from_chars(epoch.data(), epoch.data() + epoch.size(), out.epoch);
+    if (ec != std::errc{} || end != epoch.data() + epoch.size() || out.epoch == 0) {
+      return bad_reply(op, c.lock, r);
+    }
+    out.written = true;
+    out.lease_version = lease_version;
+    out.record_version = record_version;
+    const redisReply& keys = element(r, 4);
+    const redisReply& docs = element(r, 5);
+    for (std::size_t i = 0; i < size_of(keys); ++i) {
+      if (type_of(element(keys, i)) != ReplyType::string) return bad_reply(op, c.lock, r);
+      auto key = listed_key(op, c.scan, text_of(element(keys, i)));
+      if (!key) return std::unexpected(key.error());
+      out.scanned.emplace_back(*key, document_of(*key, element(docs, i)));
+    }
+    return out;
+  }
+  Result<LeaseRenewed> renew_lease(const LeaseRenewal& renewal) override {
+    constexpr std::string_view op = "renew lease";
+    if (renewal.ttl <= Duration::zero()) {
+      return fail(Errc::invalid, what(op, renewal.lock) + ": ttl must be positive");
+    }
+    for (const auto* doc : {&renewal.lease_data, &renewal.record_data}) {
+      if (auto ok = check_size(op, renewal.lock, *doc); !ok) return std::unexpected(ok.error());
+    }
+    LeaseRenewed out{.lease_version = fresh(), .record_version = fresh()};
+    auto sent = eval(op, renewal.lock, scripts::kRenewLease,
+                     {lock_key(renewal.lock), doc_key(renewal.lease), doc_key(renewal.record)},
+                     {renewal.token, ttl_ms(renewal.ttl), renewal.lease_data, out.lease_version,
+                      renewal.record_data, out.record_version});
+    if (!sent) return std::unexpected(sent.error());
+    auto status = integer(op, renewal.lock, *sent->reply);
+    if (!status) return std::unexpected(status.error());
+    if (*status == 0) {
+      return fail(Errc::not_found, what(op, renewal.lock) +
+                                       ": the lock is gone (it expired on the "
+                                       "server, or the server lost it in a restart)");
+    }
+    if (*status < 0) {
+      return fail(Errc::locked, what(op, renewal.lock) + ": another instance holds the lock now");
+    }
+    out.written = *status == 1;
+    return out;
+  }
+
+  Result<bool> end_lease(const LeaseEnd& end) override {
+    constexpr std::string_view op = "end lease";
+    if (auto ok = check_size(op, end.lock, end.lease_data); !ok) return std::unexpected(ok.error());
+    auto sent =
+        eval(op, end.lock, scripts::kEndLease,
+             {lock_key(end.lock), doc_key(end.lease), doc_key(end.record)},
+             {end.token, end.lease_data, fresh(), lock_channel(end.lock), doc_channel(end.record)});
+    if (!sent) return std::unexpected(sent.error());
+    auto status = integer(op, end.lock, *sent->reply);
+    if (!status) return std::unexpected(status.error());
+    return *status == 1;
   }
 
   // Pub/sub: the scripts that remove a document or end a lock publish on
