@@ -49,6 +49,7 @@ const char* kUsage =
     "  [--crashes R] [--pauses R] [--pause-max D] [--partitions R] [--partition-max D]\n"
     "  [--restart-same-id P] [--clock-offset D] [--drift X] [--jobs N] [--json FILE|-]\n"
     "  [--lag-check on|off] [--stale-locks on|off] [--same-host on|off]\n"
+    "  [--atomic-lease on|off]\n"
     "  [--expect-overlap MODE]... [--trace]\n"
     "Durations in Go syntax (300ms, 2s); rates R per node per virtual minute.\n";
 
@@ -167,6 +168,9 @@ bool parse(int argc, char** argv, Options& o, std::string& error) {
     else if (a == "--stale-locks") {
       ok = v == "on" || v == "off";
       c.stale_locks = v == "on";
+    } else if (a == "--atomic-lease") {
+      ok = v == "on" || v == "off";
+      c.atomic_lease = v == "on";
     } else if (a == "--same-host") {
       ok = v == "on" || v == "off";
       c.same_host = v == "on";

@@ -138,6 +138,49 @@ class StoreModel {
     return {};
   }
 
+  // The lease operations of a store with atomic_lease (Redis's scripts,
+  // PostgreSQL's statements): each applied at once, on the true state, as a
+  // server applies one script.
+  Result<LeaseClaimed> claim_lease(const LeaseClaim& c, Time now) {
+    auto grant = lock(c.lock, c.ttl, c.owner, now);
+    if (!grant) return std::unexpected(grant.error());
+    LeaseClaimed out{.grant = *grant};
+    std::uint64_t last = 0;
+    if (const Entry* t = truth(c.lease); t && t->data) {
+      out.previous = Document{*t->data, t->version};
+      const auto epoch = lease_epoch(*t->data);
+      if (!epoch) return out;
+      last = *epoch;
+    }
+    out.written = true;
+    out.epoch = std::max<std::uint64_t>(last + 1, grant->epoch);
+    out.lease_version = *write(c.lease, c.document.fill(out.epoch, grant->token), now);
+    out.record_version = *write(c.record, c.record_data, now);
+    for (const auto& [key, history] : docs_) {
+      if (!key.is_under(c.scan) || key == c.record) continue;
+      if (const Entry* t = truth(key); t && t->data) {
+        out.scanned.emplace_back(key, Document{*t->data, t->version});
+      }
+    }
+    return out;
+  }
+  Result<LeaseRenewed> renew_lease(const LeaseRenewal& r, Time now) {
+    auto granted = refresh_lock(r.lock, r.token, r.ttl, now);
+    if (!granted) return std::unexpected(granted.error());
+    return LeaseRenewed{.granted = *granted,
+                        .written = true,
+                        .lease_version = *write(r.lease, r.lease_data, now),
+                        .record_version = *write(r.record, r.record_data, now)};
+  }
+  Result<bool> end_lease(const LeaseEnd& e, Time now) {
+    if (const Entry* t = truth(e.record); t && t->data) (void)write(e.record, std::nullopt, now);
+    if (auto it = locks_.find(e.lock); it != locks_.end() && it->second.token == e.token) {
+      (void)write(e.lease, e.lease_data, now);
+      locks_.erase(it);
+    }
+    return true;
+  }
+
  private:
   struct Entry {
     Time visible;
@@ -509,6 +552,20 @@ class NodeStore final : public Store {
     return call<void>(
         "unlock", k, [=, m = &model(), tok = std::string(tok)](Time) { return m->unlock(k, tok); });
   }
+  Result<LeaseClaimed> claim_lease(const LeaseClaim& c) override {
+    if (!capabilities().atomic_lease) return Store::claim_lease(c);
+    return call<LeaseClaimed>("claim_lease", c.lock,
+                              [=, m = &model()](Time t) { return m->claim_lease(c, t); });
+  }
+  Result<LeaseRenewed> renew_lease(const LeaseRenewal& r) override {
+    if (!capabilities().atomic_lease) return Store::renew_lease(r);
+    return call<LeaseRenewed>("renew_lease", r.lock,
+                              [=, m = &model()](Time t) { return m->renew_lease(r, t); });
+  }
+  Result<bool> end_lease(const LeaseEnd& e) override {
+    if (!capabilities().atomic_lease) return Store::end_lease(e);
+    return call<bool>("end_lease", e.lock, [=, m = &model()](Time t) { return m->end_lease(e, t); });
+  }
 
  private:
   // Requests outlive this object (a crash drops the guard): they capture the
@@ -757,6 +814,10 @@ RunResult run_one(const Config& config, std::uint64_t seed) {
   if (config.mode == Mode::automatic) caps.native_lease = caps.server_clock = true;
   if (config.stale_locks && config.mode != Mode::announce && config.mode != Mode::verify) {
     caps = Capabilities{.native_lease = true, .ends_stale_locks = true};
+  }
+  if (config.atomic_lease && (config.mode == Mode::exclusive || config.mode == Mode::automatic)) {
+    caps.native_lease = caps.server_clock = caps.atomic_lease = true;
+    caps.ends_stale_locks = false;
   }
   auto sim = std::make_unique<Simulation>(config, seed, caps);
   sim->build();

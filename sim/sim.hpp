@@ -68,6 +68,10 @@ struct Config {
   // process_gone answered from the simulation), and a dead holder's lock is
   // ended by its token. Paused and cut-off nodes are alive.
   bool same_host = false;
+  // exclusive and auto: a store with native leases that claims, renews and
+  // ends a lease in one request each (Capabilities::atomic_lease: Redis's
+  // scripts, PostgreSQL's statements).
+  bool atomic_lease = false;
   // Record every event of the run (for --trace).
   bool keep_log = false;
 };
