@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "instance/store.hpp"  // kMaxDocumentSize
 #include "instance/stores/postgres.hpp"
 
 namespace instance::postgres {
@@ -80,6 +81,8 @@ Statements::Statements(const std::string& t) {
   table_ident = "\"" + t + "\"";
   version_seq_ident = "\"" + t + "_version\"";
   epoch_seq_ident = "\"" + t + "_epoch\"";
+  const std::string epoch_fn = "\"" + t + "_lease_epoch\"";
+  lease_epoch_fn = epoch_fn + "(bytea)";
   const std::string& T = table_ident;
   const std::string next_version = "nextval('" + version_seq_ident + "')";
   const std::string next_epoch = "nextval('" + epoch_seq_ident + "')";
@@ -93,7 +96,34 @@ Statements::Statements(const std::string& t) {
       "pg_notify('" + channel + "', CASE WHEN octet_length(key) <= 7000 THEN key ELSE '' END)";
   present = "SELECT 1 FROM " + T + " WHERE key = $1 AND (kind = 'd' OR expires_at > now())";
 
-  exists = "SELECT to_regclass($1)::text, to_regclass($2)::text, to_regclass($3)::text";
+  exists =
+      "SELECT to_regclass($1)::text, to_regclass($2)::text, to_regclass($3)::text, "
+      "to_regprocedure($4)::text";
+  const std::string max_size = std::to_string(kMaxDocumentSize);
+  // The epoch of a lease document as lease_epoch() reads it: a JSON object
+  // whose member "epoch" is a positive integer, written in plain digits (at
+  // most 18, so one more still fits a bigint); NULL otherwise. Bytes that
+  // are not UTF-8 or not JSON raise an error inside the function, which it
+  // catches, so the statement that asks goes on. The member is read both as
+  // json (its text as written: 1.0e1 is not an integer here) and as jsonb
+  // (the last of duplicate members); both must agree.
+  const std::string epoch_fn_body =
+      "CREATE OR REPLACE FUNCTION " + lease_epoch_fn +
+      " RETURNS bigint LANGUAGE plpgsql IMMUTABLE STRICT AS $fn$"
+      " DECLARE doc text; j jsonb; raw text;"
+      " BEGIN"
+      " IF octet_length($1) > " +
+      max_size +
+      " THEN RETURN NULL; END IF;"
+      " doc := convert_from($1, 'UTF8');"
+      " j := doc::jsonb;"
+      " IF jsonb_typeof(j) <> 'object' OR jsonb_typeof(j -> 'epoch') IS DISTINCT FROM 'number'"
+      " THEN RETURN NULL; END IF;"
+      " raw := btrim((doc::json -> 'epoch')::text);"
+      " IF raw !~ '^[1-9][0-9]{0,17}$' OR raw <> (j -> 'epoch')::text THEN RETURN NULL; END IF;"
+      " RETURN raw::bigint;"
+      " EXCEPTION WHEN OTHERS THEN RETURN NULL;"
+      " END $fn$;";
   create_schema =
       "BEGIN;"
       "SELECT pg_advisory_xact_lock(hashtext('instance-guard:" +
@@ -117,8 +147,8 @@ Statements::Statements(const std::string& t) {
       " owner text,"
       " expires_at timestamptz,"
       " epoch bigint,"
-      " PRIMARY KEY (kind, key));"
-      "COMMIT;";
+      " PRIMARY KEY (kind, key));" +
+      epoch_fn_body + "COMMIT;";
   server_time = "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint::text";
 
   replication =
@@ -172,6 +202,80 @@ Statements::Statements(const std::string& t) {
   unlock = "WITH gone AS (DELETE FROM " + T +
            " WHERE kind = 'l' AND key = $1 AND token = $2 RETURNING key) SELECT " + notify +
            "::text FROM gone";
+
+  // Every CTE below reads the table as it was before the statement; what
+  // the statement wrote is known from its RETURNING. The lock is taken as
+  // `lock` takes it; the rest of the work is gated on that row.
+  const std::string in_scan = "key >= $11 AND ($12 = '' OR key < $12)";
+  claim_lease =
+      "WITH taken AS (INSERT INTO " + T +
+      " AS cur (kind, key, token, owner, expires_at, epoch) VALUES ('l', "
+      "$1, $2, $3, now() + $4::bigint * interval '1 millisecond', " +
+      next_epoch +
+      ") "
+      "ON CONFLICT (kind, key) DO UPDATE SET token = EXCLUDED.token, owner = EXCLUDED.owner, "
+      "expires_at = EXCLUDED.expires_at, epoch = CASE WHEN cur.token = EXCLUDED.token THEN "
+      "cur.epoch ELSE EXCLUDED.epoch END WHERE cur.expires_at <= now() OR cur.token = "
+      "EXCLUDED.token RETURNING cur.epoch), "
+      // The lease document before, with its epoch when that reads.
+      "before AS (SELECT true AS present, data, version, writer, CASE WHEN octet_length(data) <= " +
+      max_size + " THEN " + epoch_fn + "(data) END AS epoch FROM " + T +
+      " WHERE kind = 'd' AND key = $5), "
+      // Written only when there was none, or its epoch reads; a retry of our
+      // own attempt (the document's writer is our nonce) keeps the epoch it
+      // filled in.
+      "fill AS (SELECT t.epoch AS lock_epoch, CASE WHEN b.present IS NULL THEN t.epoch "
+      "WHEN b.writer = $2 THEN b.epoch ELSE GREATEST(b.epoch + 1, t.epoch) END AS epoch "
+      "FROM taken t LEFT JOIN before b ON true WHERE b.present IS NULL OR b.epoch IS NOT NULL), "
+      "written AS (INSERT INTO " +
+      T + " AS cur (kind, key, data, version, writer) SELECT 'd', w.key, w.data, " + next_version +
+      ", $2 FROM fill f CROSS JOIN LATERAL (VALUES ($5::text, $6::bytea || "
+      "convert_to(f.epoch::text, 'UTF8') || $7::bytea || convert_to(f.lock_epoch::text || '.' "
+      "|| $2::text, 'UTF8') || $8::bytea), ($9::text, $10::bytea)) AS w(key, data) "
+      "ON CONFLICT (kind, key) DO UPDATE SET data = EXCLUDED.data, version = EXCLUDED.version, "
+      "writer = EXCLUDED.writer RETURNING cur.key, cur.data, cur.version) "
+      "SELECT 'g'::text, NULL::text, NULL::bytea, epoch::text, NULL::text FROM taken "
+      "UNION ALL SELECT 'p', NULL, data, version::text, NULL FROM before "
+      "WHERE EXISTS (SELECT 1 FROM taken) "
+      "UNION ALL SELECT 'w', key, NULL, version::text, (SELECT epoch::text FROM fill) "
+      "FROM written "
+      "UNION ALL SELECT 's', key, data, version::text, NULL FROM " +
+      T + " WHERE kind = 'd' AND " + in_scan +
+      " AND key <> $9 AND key <> $5 AND EXISTS (SELECT 1 FROM fill) "
+      "UNION ALL SELECT 's', key, data, version::text, NULL FROM written WHERE key = $5 AND "
+      "key <> $9 AND " +
+      in_scan;
+  // `held` reads the lock row as it was, to tell a lock that is gone from
+  // one someone else holds; the documents are written only when refreshed.
+  renew_lease =
+      "WITH held AS (SELECT token, expires_at > now() AS live FROM " + T +
+      " WHERE kind = 'l' AND key = $1), refreshed AS (UPDATE " + T +
+      " SET expires_at = now() + $3::bigint * interval '1 millisecond' "
+      "WHERE kind = 'l' AND key = $1 AND token = $2 AND expires_at > now() RETURNING 1), "
+      "written AS (INSERT INTO " +
+      T + " AS cur (kind, key, data, version, writer) SELECT 'd', w.key, w.data, " + next_version +
+      ", $2 FROM (VALUES ($4::text, $5::bytea), ($6::text, $7::bytea)) AS w(key, data) "
+      "WHERE EXISTS (SELECT 1 FROM refreshed) "
+      "ON CONFLICT (kind, key) DO UPDATE SET data = EXCLUDED.data, version = EXCLUDED.version, "
+      "writer = EXCLUDED.writer RETURNING cur.key, cur.version) "
+      "SELECT (SELECT count(*) FROM refreshed)::text, (SELECT token FROM held), "
+      "(SELECT live FROM held)::text, (SELECT version::text FROM written WHERE key = $4), "
+      "(SELECT version::text FROM written WHERE key = $6)";
+  // The record goes in any case; the lease document is written and the lock
+  // row deleted only while the row holds our nonce (as `unlock` judges it).
+  // The final SELECT reads every notifying CTE, so each runs.
+  end_lease = "WITH gone_record AS (DELETE FROM " + T +
+              " WHERE kind = 'd' AND key = $5 RETURNING key), told_record AS (SELECT " + notify +
+              " FROM gone_record), gone_lock AS (DELETE FROM " + T +
+              " WHERE kind = 'l' AND key = $1 AND token = $2 RETURNING key), told_lock AS "
+              "(SELECT " +
+              notify + " FROM gone_lock), written AS (INSERT INTO " + T +
+              " AS cur (kind, key, data, version, writer) SELECT 'd', $3, $4::bytea, " +
+              next_version +
+              ", $2 FROM gone_lock ON CONFLICT (kind, key) DO UPDATE SET data = EXCLUDED.data, "
+              "version = EXCLUDED.version, writer = EXCLUDED.writer RETURNING 1) "
+              "SELECT (SELECT count(*) FROM told_record)::text, (SELECT count(*) FROM "
+              "told_lock)::text, (SELECT count(*) FROM written)::text";
 }
 
 }  // namespace instance::postgres

@@ -12,8 +12,9 @@
 
 namespace instance::postgres {
 
-// [a-z_][a-z0-9_]*, at most 48 characters (so "<table>_version" fits
-// PostgreSQL's 63-byte names); Errc::invalid otherwise.
+// [a-z_][a-z0-9_]*, at most 48 characters (so "<table>_version" and
+// "<table>_lease_epoch" fit PostgreSQL's 63-byte names); Errc::invalid
+// otherwise.
 Result<void> check_table_name(std::string_view table);
 
 // "postgres://host:port[,host:port...]/dbname" (plus "?table=<t>" when not the default)
@@ -29,11 +30,16 @@ struct Statements {
 
   // Quoted names, as to_regclass() takes them.
   std::string table_ident, version_seq_ident, epoch_seq_ident;
+  // The function that reads a lease document's epoch, with its argument
+  // types, as to_regprocedure() takes it.
+  std::string lease_epoch_fn;
 
-  std::string exists;         // $1..$3 the names above -> three regclass texts (NULL: missing)
-  std::string create_schema;  // a simple-query string: sequences and table, serialised
-  std::string server_time;    // -> microseconds since the epoch, as text
-  std::string replication;    // -> (synchronous_standby_names, synchronous_commit, standbys)
+  // $1..$3 the names above, $4 the function -> four texts (NULL: missing)
+  std::string exists;
+  // A simple-query string: sequences, table and function, serialised.
+  std::string create_schema;
+  std::string server_time;  // -> microseconds since the epoch, as text
+  std::string replication;  // -> (synchronous_standby_names, synchronous_commit, standbys)
 
   std::string get;         // $1 key -> (data, version)
   std::string get_many;    // $1 keys (a text[] literal) -> (key, data, version) per present key
@@ -47,6 +53,27 @@ struct Statements {
   std::string lock;        // $1 key, $2 nonce, $3 owner, $4 ttl ms -> epoch, or no row when held
   std::string refresh;     // $1 key, $2 nonce, $3 ttl ms -> a row when ours and live
   std::string unlock;      // $1 key, $2 nonce -> a row when removed (and notified)
+
+  // Store::claim_lease in one statement. $1 lock key, $2 nonce, $3 owner,
+  // $4 ttl ms, $5 lease key, $6..$8 the lease template's head, middle and
+  // tail, $9 record key, $10 record data, $11 and $12 the scan's range
+  // [from, to) ('' as `to`: no upper bound). No row when someone else holds
+  // the lock; else rows (tag, key, data, a, b): 'g' the grant (a = the
+  // lock's epoch); 'p' the lease document before (data, a = version), when
+  // one; 'w' each document written (key, a = version, b = the epoch filled
+  // in), only when written; 's' each other document under the scan (key,
+  // data, a = version), read after the writes, only when written.
+  std::string claim_lease;
+  // Store::renew_lease. $1 lock key, $2 nonce, $3 ttl ms, $4 lease key, $5
+  // lease data, $6 record key, $7 record data -> one row (refreshed count,
+  // the token holding the lock before (NULL: none), whether that lock was
+  // live, the lease's new version, the record's), written only when
+  // refreshed.
+  std::string renew_lease;
+  // Store::end_lease. $1 lock key, $2 nonce, $3 lease key, $4 lease data,
+  // $5 record key -> one row (records removed, locks removed, documents
+  // written), each removal notified.
+  std::string end_lease;
 
   // Store::await_change: the statements that remove a document or end a
   // lock NOTIFY `channel` (an identifier of at most 63 bytes, from the

@@ -77,6 +77,7 @@ class PostgresStore final : public Store {
             .native_lease = true,
             .server_clock = true,
             .batch_reads = true,
+            .atomic_lease = true,
             .agreement = agreement()};
   }
 
@@ -296,6 +297,195 @@ class PostgresStore final : public Store {
     return {};
   }
 
+  // The lease operations, one statement each (sql.hpp: claim_lease,
+  // renew_lease, end_lease): one round trip per claim, renewal and
+  // stand-down.
+  Result<LeaseClaimed> claim_lease(const LeaseClaim& c) override {
+    constexpr std::string_view op = "claim lease";
+    if (c.lock.empty()) return fail(Errc::invalid, what(op, c.lock) + ": empty key");
+    if (c.ttl <= Duration::zero()) {
+      return fail(Errc::invalid, what(op, c.lock) + ": ttl must be positive");
+    }
+    if (c.lease == c.record) {
+      return fail(Errc::invalid, what(op, c.lock) + ": the lease and the record share a key");
+    }
+    if (auto ok = check_write(op, c.record, c.record_data); !ok) {
+      return std::unexpected(ok.error());
+    }
+    // The longest the filled document can be: 20 digits of epoch, a token
+    // of 20 digits, a dot and the nonce.
+    const std::string longest(
+        c.document.head.size() + c.document.middle.size() + c.document.tail.size() + 20 + 21 + 16,
+        ' ');
+    if (auto ok = check_write(op, c.lease, longest); !ok) return std::unexpected(ok.error());
+    const std::string nonce = random_nonce();
+    const std::string who = printable(c.owner, 256);
+    const std::string ms = ttl_ms(c.ttl);
+    const std::string from = c.scan.empty() ? std::string() : c.scan.str() + "/";
+    const std::string to = c.scan.empty() ? std::string() : c.scan.str() + "0";
+    const Param params[] = {{c.lock.str()},
+                            {nonce},
+                            {who},
+                            {ms},
+                            {c.lease.str()},
+                            {c.document.head, postgres::kByteaOid},
+                            {c.document.middle, postgres::kByteaOid},
+                            {c.document.tail, postgres::kByteaOid},
+                            {c.record.str()},
+                            {c.record_data, postgres::kByteaOid},
+                            {from},
+                            {to}};
+    auto reply = exec(op, c.lock, sql_.claim_lease.c_str(), params);
+    if (!reply) return std::unexpected(reply.error());
+    if (reply->rows.empty()) {
+      return fail(Errc::locked, what(op, c.lock) +
+                                    ": held by another (judged on the server's "
+                                    "clock)");
+    }
+    std::optional<LeaseClaimed> out;
+    std::optional<Result<Document>> previous;
+    std::optional<std::uint64_t> epoch;
+    bool lease_written = false, record_written = false;
+    std::string lease_version, record_version;
+    std::vector<std::pair<Key, Result<Document>>> scanned;
+    for (Row& row : reply->rows) {
+      if (row.size() != 5 || !row[0] || row[0]->size() != 1) {
+        return malformed(op, c.lock, "an unexpected reply");
+      }
+      switch ((*row[0])[0]) {
+        case 'g': {
+          const auto counted = row[3] ? parse_number(*row[3]) : std::nullopt;
+          if (!counted || *counted == 0 || out) return malformed(op, c.lock, "no epoch returned");
+          out.emplace(
+              LeaseClaimed{.grant = LockGrant{.token = *row[3] + "." + nonce, .epoch = *counted}});
+          break;
+        }
+        case 'p':
+          if (previous) return malformed(op, c.lock, "two lease documents returned");
+          previous = document_of(c.lease, std::move(row[2]), std::move(row[3]));
+          break;
+        case 'w': {
+          const auto filled = row[4] ? parse_number(*row[4]) : std::nullopt;
+          if (!row[1] || !row[3] || !filled || *filled == 0 || (epoch && *epoch != *filled)) {
+            return malformed(op, c.lock, "a written document without its version or epoch");
+          }
+          epoch = filled;
+          if (*row[1] == c.lease.str()) {
+            lease_written = true;
+            lease_version = std::move(*row[3]);
+          } else if (*row[1] == c.record.str()) {
+            record_written = true;
+            record_version = std::move(*row[3]);
+          } else {
+            return malformed(op, c.lock, "wrote a document it was not asked to");
+          }
+          break;
+        }
+        case 's': {
+          if (!row[1]) return malformed(op, c.lock, "a scanned row without its key");
+          auto key = Key::from_listing(*row[1]);
+          if (!key || key->str() != *row[1] || !key->is_under(c.scan) || *key == c.record) {
+            return malformed(op, c.scan,
+                             "the table holds a key with an empty or dot segment or a NUL "
+                             "byte, or answered one outside the scan: " +
+                                 printable(*row[1]));
+          }
+          auto doc = document_of(*key, std::move(row[2]), std::move(row[3]));
+          scanned.emplace_back(std::move(*key), std::move(doc));
+          break;
+        }
+        default:
+          return malformed(op, c.lock, "an unexpected reply");
+      }
+    }
+    if (!out) return malformed(op, c.lock, "no epoch returned");
+    if (previous) out->previous = std::move(*previous);
+    if (lease_written != record_written) {
+      return malformed(op, c.lock, "wrote the lease document or the record, not both");
+    }
+    if (!lease_written) {
+      if (!scanned.empty()) return malformed(op, c.lock, "scanned without writing");
+      return std::move(*out);
+    }
+    out->written = true;
+    out->epoch = *epoch;
+    out->lease_version = std::move(lease_version);
+    out->record_version = std::move(record_version);
+    out->scanned = std::move(scanned);
+    return std::move(*out);
+  }
+
+  Result<LeaseRenewed> renew_lease(const LeaseRenewal& r) override {
+    constexpr std::string_view op = "renew lease";
+    if (r.ttl <= Duration::zero()) {
+      return fail(Errc::invalid, what(op, r.lock) + ": ttl must be positive");
+    }
+    if (r.lease == r.record) {
+      return fail(Errc::invalid, what(op, r.lock) + ": the lease and the record share a key");
+    }
+    if (auto ok = check_write(op, r.lease, r.lease_data); !ok) return std::unexpected(ok.error());
+    if (auto ok = check_write(op, r.record, r.record_data); !ok) {
+      return std::unexpected(ok.error());
+    }
+    const auto parsed = parse_token(r.token);
+    if (!parsed) return fail(Errc::not_found, what(op, r.lock) + ": not a token of ours");
+    const std::string ms = ttl_ms(r.ttl);
+    const Param params[] = {{r.lock.str()},
+                            {parsed->nonce},
+                            {ms},
+                            {r.lease.str()},
+                            {r.lease_data, postgres::kByteaOid},
+                            {r.record.str()},
+                            {r.record_data, postgres::kByteaOid}};
+    auto reply = exec(op, r.lock, sql_.renew_lease.c_str(), params);
+    if (!reply) return std::unexpected(reply.error());
+    if (reply->rows.size() != 1 || reply->rows.front().size() != 5 || !reply->rows.front()[0]) {
+      return malformed(op, r.lock, "an unexpected reply");
+    }
+    Row& row = reply->rows.front();
+    if (*row[0] == "0") {
+      // Someone else's nonce in the row: taken; none, or ours expired: gone.
+      if (row[1] && *row[1] != parsed->nonce) {
+        return fail(Errc::locked,
+                    what(op, r.lock) + ": no longer ours (taken by another instance)");
+      }
+      return fail(Errc::not_found,
+                  what(op, r.lock) + ": no longer ours (expired on the server's clock)");
+    }
+    if (*row[0] != "1" || !row[3] || !row[4]) {
+      return malformed(op, r.lock, "refreshed without writing the lease document and record");
+    }
+    return LeaseRenewed{.granted = Duration::zero(),
+                        .written = true,
+                        .lease_version = std::move(*row[3]),
+                        .record_version = std::move(*row[4])};
+  }
+
+  Result<bool> end_lease(const LeaseEnd& e) override {
+    constexpr std::string_view op = "end lease";
+    if (auto ok = check_write(op, e.lease, e.lease_data); !ok) return std::unexpected(ok.error());
+    if (e.lease == e.record) {
+      return fail(Errc::invalid, what(op, e.lock) + ": the lease and the record share a key");
+    }
+    const auto parsed = parse_token(e.token);
+    // Not a token of ours: no lock of ours to end; the caller goes step by
+    // step (and its unlock says why).
+    if (!parsed) return false;
+    const Param params[] = {{e.lock.str()},
+                            {parsed->nonce},
+                            {e.lease.str()},
+                            {e.lease_data, postgres::kByteaOid},
+                            {e.record.str()}};
+    auto reply = exec(op, e.lock, sql_.end_lease.c_str(), params);
+    if (!reply) return std::unexpected(reply.error());
+    if (reply->rows.size() != 1 || reply->rows.front().size() != 3 ||
+        !std::ranges::all_of(reply->rows.front(),
+                             [](const auto& col) { return col.has_value(); })) {
+      return malformed(op, e.lock, "an unexpected reply");
+    }
+    return true;
+  }
+
   // LISTEN/NOTIFY: the statements that remove a document or end a lock
   // notify the table's channel with the key, in the same statement (so at
   // its commit). A connection of its own LISTENs (and stays listening for
@@ -464,11 +654,15 @@ class PostgresStore final : public Store {
     return {};
   }
 
-  // Creates the table and its sequences when missing; concurrent creators
-  // are serialised by an advisory lock.
+  // Creates the table, its sequences and its function when missing (a table
+  // made by an earlier version gets the function); concurrent creators are
+  // serialised by an advisory lock.
   Outcome make_schema(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    const Param names[] = {{sql_.table_ident}, {sql_.version_seq_ident}, {sql_.epoch_seq_ident}};
+    const Param names[] = {{sql_.table_ident},
+                           {sql_.version_seq_ident},
+                           {sql_.epoch_seq_ident},
+                           {sql_.lease_epoch_fn}};
     Outcome out = conn_.run(sql_.exists.c_str(), names, deadline);
     if (out.kind != Outcome::ok) return out;
     if (out.rows.size() == 1 &&
