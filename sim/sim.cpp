@@ -564,7 +564,8 @@ class NodeStore final : public Store {
   }
   Result<bool> end_lease(const LeaseEnd& e) override {
     if (!capabilities().atomic_lease) return Store::end_lease(e);
-    return call<bool>("end_lease", e.lock, [=, m = &model()](Time t) { return m->end_lease(e, t); });
+    return call<bool>("end_lease", e.lock,
+                      [=, m = &model()](Time t) { return m->end_lease(e, t); });
   }
 
  private:
