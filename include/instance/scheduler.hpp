@@ -26,9 +26,10 @@ class INSTANCE_EXPORT Scheduler {
   virtual bool cancel(TaskId id) = 0;
 };
 
-// A scheduler with two worker threads that sleep until the next task is due:
-// no wake-ups while nothing is due. Tasks may run concurrently (one slow task
-// never delays another). Destroying it cancels pending tasks and joins the
+// A scheduler with up to two worker threads that sleep until the next task is
+// due: no wake-ups while nothing is due. Tasks may run concurrently (one slow
+// task never delays another); the second thread starts only once a task has
+// to wait for a busy first one. Destroying it cancels pending tasks and joins the
 // threads.
 INSTANCE_EXPORT std::shared_ptr<Scheduler> thread_scheduler();
 

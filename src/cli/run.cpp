@@ -8,11 +8,11 @@
 // each renewal posts the eventfd so the deadline is read again, and an idle
 // guard wakes only at its renewals. The claim (or --wait) runs on a worker
 // thread so a signal can cancel it through its stop_token, and so does the
-// stand-down, so that a signal or --stand-down-timeout ends the tool while
-// the store does not answer. Renewals run on the guard's scheduler threads,
-// which post the loss of the claim to the eventfd. Waking at the self-fencing
-// deadline (Claim's accessors never wait for a store call) stops the child on
-// time even if the library's own check were late.
+// stand-down (on the same thread, kept asleep in between), so that a signal
+// or --stand-down-timeout ends the tool while the store does not answer. Renewals run on the
+// guard's scheduler threads, which post the loss of the claim to the eventfd. Waking at the
+// self-fencing deadline (Claim's accessors never wait for a store call) stops the child on time
+// even if the library's own check were late.
 
 #include <unistd.h>
 
@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <expected>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -286,9 +287,84 @@ struct Events {
   }
 };
 
+// The one thread the claim and the stand-down run on, in turn, while the main
+// thread watches for signals: started at the first job, then kept (asleep)
+// for the next, so a claim and its stand-down cost one thread, not two. Each
+// job posts `done` when it returns. request_stop() reaches the running job's
+// stop_token (the claim's); a later job sees it requested too and ignores it.
+// settle() makes what the job wrote visible to the caller (the eventfd behind
+// `done` is not a C++ synchronisation; this mutex is).
+class Worker {
+ public:
+  Worker() = default;
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  ~Worker() {
+    if (!thread_.joinable()) return;
+    {
+      const std::lock_guard lock(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  // Runs `job` on the worker; returns at once. One job at a time: the caller
+  // waits for `done` before posting the next.
+  void post(std::function<void(std::stop_token)> job, const Wakeup& done) {
+    {
+      const std::lock_guard lock(mu_);
+      busy_ = true;
+      job_ = [this, job = std::move(job), &done](std::stop_token stop) {
+        job(stop);
+        {
+          const std::lock_guard done_lock(mu_);
+          busy_ = false;
+        }
+        cv_.notify_all();
+        done.notify();
+      };
+    }
+    if (!thread_.joinable()) {
+      thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
+    } else {
+      cv_.notify_all();
+    }
+  }
+
+  void request_stop() { thread_.request_stop(); }
+
+  // After `done` was posted: returns once the job has finished (at once).
+  void settle() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !busy_; });  // never waits: cleared before `done`
+  }
+
+ private:
+  void loop(std::stop_token stop) {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return job_ || quit_; });
+      if (!job_) return;
+      auto job = std::move(job_);
+      job_ = nullptr;
+      lock.unlock();
+      job(stop);
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<void(std::stop_token)> job_;
+  bool quit_ = false;
+  bool busy_ = false;
+  std::jthread thread_;  // last: started after, joined before, what it uses
+};
+
 // The main thread's part of `run`: claims, starts the child and watches it
 // (signals, its exit, the loss of the claim), then stands down. The claim and
-// the stand-down run on worker threads while the main thread watches for
+// the stand-down run on the worker thread while the main thread watches for
 // signals; one Supervisor runs one child.
 class Supervisor {
  public:
@@ -316,14 +392,14 @@ class Supervisor {
   // --on-lost=terminate ends the tool with 75 once the child has stopped.
   int run_child(Claim& claim, const ChildSpec& spec);
 
-  // Stands the claim down on a worker thread while the main thread watches
+  // Stands the claim down on the worker thread while the main thread watches
   // for signals, and returns once it is done. A signal meanwhile, or
   // --stand-down-timeout passing (a store that does not answer), ends the tool
   // at once with `exit_code`: the record then expires on its own.
   void stand_down(Claim& claim, int exit_code);
 
  private:
-  std::optional<int> wait_for_claim(std::jthread& worker, const Wakeup& done);
+  std::optional<int> wait_for_claim(const Wakeup& done);
   ClaimOutcome claim_outcome(ClaimResult result, const Store& store);
   void wait_for_stand_down(const Wakeup& done, int exit_code, const std::string& expires_at);
   int watch(Child& child, const Claim& claim);
@@ -341,6 +417,7 @@ class Supervisor {
   std::optional<std::string> lost_;  // why the claim was lost, when it was
   std::optional<MonoTime> kill_at_;  // stopping the child: when SIGKILL follows
   bool killed_ = false;
+  Worker worker_;  // last: joined before what its jobs use goes
 };
 
 GuardOptions Supervisor::guard_options(std::shared_ptr<Logger> logger) {
@@ -364,12 +441,13 @@ GuardOptions Supervisor::guard_options(std::shared_ptr<Logger> logger) {
 ClaimOutcome Supervisor::claim(Guard& guard, const std::optional<WaitOptions>& wait) {
   Wakeup done;
   std::optional<ClaimResult> result;
-  std::jthread worker([&](std::stop_token stop) {
-    result.emplace(wait ? guard.claim_waiting(*wait, stop) : guard.claim(stop));
-    done.notify();
-  });
-  const std::optional<int> stopped_by = wait_for_claim(worker, done);
-  worker.join();
+  worker_.post(
+      [&](std::stop_token stop) {
+        result.emplace(wait ? guard.claim_waiting(*wait, stop) : guard.claim(stop));
+      },
+      done);
+  const std::optional<int> stopped_by = wait_for_claim(done);
+  worker_.settle();
 
   if (stopped_by) {
     const int code = exit_code_for_signal(*stopped_by);
@@ -381,7 +459,7 @@ ClaimOutcome Supervisor::claim(Guard& guard, const std::optional<WaitOptions>& w
 
 // Waits for the claim's worker to finish; returns the signal that stopped it,
 // if one did.
-std::optional<int> Supervisor::wait_for_claim(std::jthread& worker, const Wakeup& done) {
+std::optional<int> Supervisor::wait_for_claim(const Wakeup& done) {
   std::optional<int> stopped_by;
   for (bool finished = false; !finished;) {
     const Ready ready = wait_for_events(events_.signals, done);
@@ -391,7 +469,7 @@ std::optional<int> Supervisor::wait_for_claim(std::jthread& worker, const Wakeup
       if (!stopped_by) {
         stopped_by = sig;
         log_.info("signal during the claim; stopping it", {{"signal", signal_name(sig)}});
-        worker.request_stop();
+        worker_.request_stop();
       } else if (!finished) {
         log_.warn("second signal; exiting without waiting for the store",
                   {{"signal", signal_name(sig)}});
@@ -524,12 +602,9 @@ void Supervisor::stand_down(Claim& claim, int exit_code) {
   const std::string expires_at = format_rfc3339(claim.record().expires_at);
   const Wakeup done;
   Result<void> result;
-  std::thread worker([&] {
-    result = claim.stand_down();
-    done.notify();
-  });
+  worker_.post([&](std::stop_token) { result = claim.stand_down(); }, done);
   wait_for_stand_down(done, exit_code, expires_at);
-  worker.join();
+  worker_.settle();
   if (!result) {
     log_.warn("stand down failed; the record expires on its own",
               {{"error", result.error().message}, {"expires_at", expires_at}});

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <future>
 #include <thread>
 
@@ -78,6 +79,62 @@ TEST(ThreadScheduler, ATaskMayDropTheLastReferenceToItsScheduler) {
     ASSERT_EQ(gone.get_future().wait_for(10s), std::future_status::ready);
     EXPECT_TRUE(weak.expired());
   }
+}
+
+// The threads of this process, from /proc (gtest runs tests one at a time).
+std::size_t thread_count() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    ++n;
+  }
+  return n;
+}
+
+// One task blocked in a slow call must not hold back another that is due,
+// whether the second was queued before the first started or while it ran.
+TEST(ThreadScheduler, ADueTaskRunsWhileAnotherIsStuck) {
+  for (const bool queued_first : {true, false}) {
+    auto s = thread_scheduler();
+    std::promise<void> second_ran, first_started;
+    auto ran = second_ran.get_future().share();
+    s->schedule(0s, [&first_started, ran] {
+      first_started.set_value();
+      ran.wait_for(10s);
+    });
+    auto second = [&] { s->schedule(0s, [&] { second_ran.set_value(); }); };
+    if (queued_first) {
+      second();
+      first_started.get_future().wait();
+    } else {
+      first_started.get_future().wait();
+      second();
+    }
+    EXPECT_EQ(ran.wait_for(10s), std::future_status::ready) << "queued first: " << queued_first;
+  }
+}
+
+// A scheduler that only holds a far task runs one thread, not two: a guard
+// that claims and stands down before its first renewal needs no more.
+TEST(ThreadScheduler, StartsItsSecondThreadOnlyWhenATaskMustWait) {
+  const std::size_t before = thread_count();
+  auto s = thread_scheduler();
+  EXPECT_EQ(thread_count(), before);
+  s->schedule(1h, [] {});
+  s->schedule(2h, [] {});
+  EXPECT_EQ(thread_count(), before + 1);
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  std::promise<void> started;
+  s->schedule(0s, [&started, released] {
+    started.set_value();
+    released.wait();
+  });
+  started.get_future().wait();
+  // The far tasks still wait while the first worker is busy: a second one
+  // watches them.
+  EXPECT_EQ(thread_count(), before + 2);
+  release.set_value();
 }
 
 TEST(ManualScheduler, RunsTasksOnlyWhenTheClockReachesThem) {
