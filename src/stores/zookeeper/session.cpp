@@ -7,6 +7,41 @@ namespace {
 // store reports every failure itself, so the client's lines are dropped.
 void quiet(const char*) {}
 
+// The answers of one get_all(), shared with the C client's completion
+// thread: a completion may come after get_all() stopped waiting, and then
+// finds `closed`.
+struct Replies {
+  std::mutex mu;
+  std::condition_variable done;
+  std::vector<DataReply> replies;  // guarded by mu
+  std::size_t left = 0;            // guarded by mu
+  bool closed = false;             // guarded by mu
+};
+
+// What one getData's completion needs: owned by the C client from the
+// request until its completion, which the client calls exactly once.
+struct ReplySlot {
+  std::shared_ptr<Replies> replies;
+  std::size_t index = 0;
+};
+
+void on_data(int rc, const char* value, int length, const Stat* stat, const void* data) {
+  std::unique_ptr<ReplySlot> slot(static_cast<ReplySlot*>(const_cast<void*>(data)));
+  Replies& all = *slot->replies;
+  std::lock_guard lock(all.mu);
+  if (all.closed || slot->index >= all.replies.size()) return;
+  DataReply& reply = all.replies[slot->index];
+  if (reply.answered) return;
+  reply.answered = true;
+  reply.rc = rc;
+  if (rc == ZOK && value != nullptr && length > 0) reply.data.assign(value, value + length);
+  if (stat != nullptr) {
+    reply.has_stat = true;
+    reply.stat = *stat;
+  }
+  if (--all.left == 0) all.done.notify_all();
+}
+
 }  // namespace
 
 std::unique_ptr<Session> Session::open(const std::string& servers,
@@ -93,8 +128,51 @@ std::chrono::milliseconds Session::negotiated() const {
   return ms > 0 ? std::chrono::milliseconds(ms) : asked_;
 }
 
-const char* rc_name(int rc) noexcept {
+std::vector<DataReply> Session::get_all(std::span<const std::string> paths,
+                                        std::chrono::milliseconds wait) {
+  auto all = std::make_shared<Replies>();
+  std::unique_lock lock(all->mu);
+  all->replies.resize(paths.size());
+  all->left = paths.size();
+  lock.unlock();
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    auto slot = std::make_unique<ReplySlot>(ReplySlot{.replies = all, .index = i});
+    const int rc = zoo_aget(zh_, paths[i].c_str(), 0, &on_data, slot.get());
+    if (rc == ZOK) {
+      (void)slot.release();  // the completion owns it now
+      continue;
+    }
+    // Not sent (the session closing, a path the client refuses): no
+    // completion comes.
+    lock.lock();
+    DataReply& reply = all->replies[i];
+    reply.answered = true;
+    reply.rc = rc;
+    --all->left;
+    lock.unlock();
+  }
+  lock.lock();
+  all->done.wait_for(lock, wait, [&] { return all->left == 0; });
+  all->closed = true;
+  return std::move(all->replies);
+}
+
+std::string rc_name(int rc) {
   switch (rc) {
+    case ZSYSTEMERROR:
+      return "ZSYSTEMERROR";
+    case ZRUNTIMEINCONSISTENCY:
+      return "ZRUNTIMEINCONSISTENCY";
+    case ZDATAINCONSISTENCY:
+      return "ZDATAINCONSISTENCY";
+    case ZUNIMPLEMENTED:
+      return "ZUNIMPLEMENTED";
+    case ZSESSIONMOVED:
+      return "ZSESSIONMOVED";
+    case ZNOTREADONLY:
+      return "ZNOTREADONLY";
+    case ZTHROTTLEDOP:
+      return "ZTHROTTLEDOP";
     case ZOK:
       return "ZOK";
     case ZNONODE:
@@ -126,12 +204,13 @@ const char* rc_name(int rc) noexcept {
     case ZCLOSING:
       return "ZCLOSING";
     default:
-      return "a ZooKeeper error";
+      return "ZooKeeper error " + std::to_string(rc);
   }
 }
 
 bool rc_connection(int rc) noexcept {
-  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZCLOSING;
+  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZCLOSING ||
+         rc == ZRUNTIMEINCONSISTENCY;
 }
 
 }  // namespace instance::zk

@@ -15,11 +15,22 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace instance::zk {
 
 enum class SessionState { connecting, connected, expired, auth_failed, closed };
+
+// One getData's answer, as the C client handed it over.
+struct DataReply {
+  bool answered = false;  // false: no answer came in the time allowed
+  int rc = ZOK;
+  std::string data;       // the value (empty when the znode holds none)
+  bool has_stat = false;  // the answer carried a Stat
+  Stat stat{};
+};
 
 class Session {
  public:
@@ -44,6 +55,17 @@ class Session {
   // The timeout the server agreed to, once connected (the one asked before).
   std::chrono::milliseconds negotiated() const;
 
+  // Sends a getData (no watch) for every path at once, then waits up to
+  // `wait` for their answers: one round trip. ZooKeeper answers the requests
+  // of one session in order; the C client matches each answer to its request
+  // by xid, and on an answer out of order drops the connection, which fails
+  // every request still waiting with ZCONNECTIONLOSS. Each answer is its own
+  // packet, so none is larger than one znode's. The answers in the order of
+  // `paths`; those that did not come within `wait` are not `answered` (and
+  // are dropped when they come later).
+  std::vector<DataReply> get_all(std::span<const std::string> paths,
+                                 std::chrono::milliseconds wait);
+
  private:
   Session() = default;
   static void on_event(zhandle_t* zh, int type, int state, const char* path, void* context);
@@ -57,9 +79,12 @@ class Session {
   enum class Auth { none, sent, done } auth_ = Auth::none;  // guarded by mu_
 };
 
-// How a C client return code reads: its name ("ZCONNECTIONLOSS"), and
-// whether the request may have been carried out without an answer.
-const char* rc_name(int rc) noexcept;
-bool rc_connection(int rc) noexcept;  // the connection failed, the session may live on
+// How a C client return code reads: its name ("ZCONNECTIONLOSS"; the number
+// for a code the client does not name), and whether the request may have
+// been carried out without an answer.
+std::string rc_name(int rc);
+// The connection failed, the session may live on: lost, timed out, closing,
+// or dropped by the client on an answer out of order (ZRUNTIMEINCONSISTENCY).
+bool rc_connection(int rc) noexcept;
 
 }  // namespace instance::zk

@@ -23,6 +23,10 @@ using zk::SessionState;
 // A folder's znode name: the key segment and a mark no canonical segment has.
 constexpr char kFolderMark = '~';
 constexpr int kMaxParentRaces = 4;
+// get_many() sends at most this many getData at once (one round trip): the
+// guard's scans ask 64 at a time; a larger batch is read in turns, so that
+// no more than this many answers (each at most one document) are in flight.
+constexpr std::size_t kPipelinedReads = 64;
 
 std::string version_text(const Stat& stat) {
   return std::to_string(stat.czxid) + "." + std::to_string(stat.version);
@@ -136,8 +140,11 @@ class ZookeeperStore final : public Store {
   void tune(const StoreTiming& timing) override { timeouts_.tune(timing, *log_, shown_); }
 
   Capabilities capabilities() override {
-    return {
-        .versions = true, .conditional_writes = true, .native_lease = true, .server_clock = true};
+    return {.versions = true,
+            .conditional_writes = true,
+            .native_lease = true,
+            .server_clock = true,
+            .batch_reads = true};
   }
 
   Result<Document> get(const Key& key) override {
@@ -147,6 +154,21 @@ class ZookeeperStore final : public Store {
     return run<Document>(what, [&](Session& s, const net::AttemptInfo&) -> net::Attempt<Document> {
       return read(s, path, what);
     });
+  }
+
+  // The keys' getData sent at once on the documents' session and their
+  // answers awaited (Session::get_all): one round trip per kPipelinedReads
+  // keys. Each answer is decoded as get() decodes its own (document_of).
+  Result<std::vector<Result<Document>>> get_many(std::span<const Key> keys) override {
+    std::vector<Result<Document>> out;
+    out.reserve(keys.size());
+    for (std::size_t at = 0; at < keys.size(); at += kPipelinedReads) {
+      const auto part = keys.subspan(at, std::min(kPipelinedReads, keys.size() - at));
+      auto docs = read_many(part);
+      if (!docs) return std::unexpected(std::move(docs.error()));
+      for (auto& doc : *docs) out.push_back(std::move(doc));
+    }
+    return out;
   }
 
   Result<std::string> create(const Key& key, std::string_view data) override {
@@ -429,6 +451,13 @@ class ZookeeperStore final : public Store {
                               "znodes' ACL"},
               false, false};
     }
+    if (rc == ZRUNTIMEINCONSISTENCY) {
+      return {Error{Errc::unavailable, message +
+                                           " (the server's answers came out of order: the "
+                                           "client dropped its connection to " +
+                                           options_.servers + ")"},
+              true, true};
+    }
     if (zk::rc_connection(rc) || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) {
       return {Error{Errc::unavailable,
                     message + " (the connection to " + options_.servers + " was lost)"},
@@ -474,21 +503,89 @@ class ZookeeperStore final : public Store {
       int length = static_cast<int>(data.size());
       Stat stat{};
       const int rc = zoo_get(s.handle(), path.c_str(), 0, data.data(), &length, &stat);
-      if (rc == ZNONODE) return net::attempt_error(Errc::not_found, what + ": not found");
-      if (rc != ZOK) return std::unexpected(failure(rc, what));
-      if (stat.ephemeralOwner != 0) {
-        return net::attempt_error(Errc::malformed, what + ": the znode is not a document");
+      if (rc == ZOK && stat.ephemeralOwner == 0 && stat.dataLength > 0 &&
+          static_cast<std::size_t>(stat.dataLength) > data.size() &&
+          static_cast<std::size_t>(stat.dataLength) <= kMaxDocumentSize) {
+        data.assign(static_cast<std::size_t>(stat.dataLength), '\0');  // it was cut: read again
+        continue;
       }
-      if (stat.dataLength < 0 || static_cast<std::size_t>(stat.dataLength) > kMaxDocumentSize) {
-        return net::attempt_error(Errc::malformed,
-                                  what + ": the stored value is larger than 1 MiB");
-      }
-      if (static_cast<std::size_t>(stat.dataLength) <= data.size()) {
-        data.resize(static_cast<std::size_t>(std::max(0, length)));
-        return Document{std::move(data), version_text(stat)};
-      }
-      data.assign(static_cast<std::size_t>(stat.dataLength), '\0');  // it was cut: read again
+      data.resize(rc == ZOK ? static_cast<std::size_t>(std::max(0, length)) : 0);
+      return document_of(rc, std::move(data), rc == ZOK ? &stat : nullptr, what);
     }
+  }
+
+  // A getData's answer (its return code, value and Stat) as a document, the
+  // same for get() and get_many().
+  net::Attempt<Document> document_of(int rc, std::string data, const Stat* stat,
+                                     const std::string& what) const {
+    if (rc == ZNONODE) return net::attempt_error(Errc::not_found, what + ": not found");
+    if (rc != ZOK) return std::unexpected(failure(rc, what));
+    if (stat == nullptr) {
+      return net::attempt_error(Errc::malformed,
+                                what + ": the server's answer has no Stat (a malformed reply)");
+    }
+    if (stat->ephemeralOwner != 0) {
+      return net::attempt_error(Errc::malformed, what + ": the znode is not a document");
+    }
+    if (stat->dataLength < 0 || static_cast<std::size_t>(stat->dataLength) > kMaxDocumentSize) {
+      return net::attempt_error(Errc::malformed, what + ": the stored value is larger than 1 MiB");
+    }
+    if (data.size() != static_cast<std::size_t>(stat->dataLength)) {
+      return net::attempt_error(Errc::malformed,
+                                what + ": the server answered " + std::to_string(data.size()) +
+                                    " bytes for a znode of " + std::to_string(stat->dataLength) +
+                                    " (a malformed reply)");
+    }
+    return Document{std::move(data), version_text(*stat)};
+  }
+
+  // One turn of get_many(): every key's getData in one round trip, retried
+  // as a whole (attempt loop) when the connection fails under any of them.
+  Result<std::vector<Result<Document>>> read_many(std::span<const Key> keys) {
+    std::vector<std::string> whats;
+    std::vector<std::string> paths;
+    std::vector<std::optional<Result<Document>>> refused(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      whats.push_back("zookeeper get " + keys[i].str() + " at " + shown_);
+      if (keys[i].empty()) {
+        refused[i] = fail(Errc::invalid, whats[i] + ": the root is not a document");
+        continue;
+      }
+      paths.push_back(znode_of(docs_, keys[i]));
+    }
+    const std::string what = "zookeeper get of " + std::to_string(keys.size()) + " keys (" +
+                             (keys.empty() ? std::string() : keys.front().str()) +
+                             (keys.size() > 1 ? ", ..." : "") + ") at " + shown_;
+    using Docs = std::vector<Result<Document>>;
+    return run<Docs>(what, [&](Session& s, const net::AttemptInfo& info) -> net::Attempt<Docs> {
+      const auto wait = std::max(info.timeout, std::chrono::milliseconds(1));
+      std::vector<zk::DataReply> replies =
+          paths.empty() ? std::vector<zk::DataReply>() : s.get_all(paths, wait);
+      std::size_t missing = 0;
+      for (const auto& reply : replies) missing += reply.answered ? 0 : 1;
+      if (missing > 0 || replies.size() != paths.size()) {
+        return net::attempt_error(Errc::timeout,
+                                  what + ": " + net::no_answer_within(wait) + " for " +
+                                      std::to_string(missing) + " of its " +
+                                      std::to_string(paths.size()) + " reads",
+                                  true);
+      }
+      Docs docs;
+      docs.reserve(keys.size());
+      for (std::size_t i = 0, next = 0; i < keys.size(); ++i) {
+        if (refused[i]) {
+          docs.push_back(*refused[i]);
+          continue;
+        }
+        zk::DataReply& reply = replies[next++];
+        auto doc = document_of(reply.rc, std::move(reply.data),
+                               reply.has_stat ? &reply.stat : nullptr, whats[i]);
+        if (!doc && doc.error().retryable) return std::unexpected(std::move(doc.error()));
+        docs.push_back(doc ? Result<Document>(std::move(*doc))
+                           : Result<Document>(std::unexpected(std::move(doc.error().error))));
+      }
+      return docs;
+    });
   }
 
   // The znode is the incarnation `v` names (same czxid): else conflict, or
