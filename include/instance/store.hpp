@@ -46,6 +46,13 @@ struct Document {
   // An opaque version of these bytes (an ETag, a revision, a content hash),
   // or empty when the store has no versions.
   std::string version;
+  // Set by a store that proves the document was last written before this
+  // host's current boot and that only this host writes (the directory store
+  // on a local file system without its syncs): whoever wrote it died with
+  // that boot, and bytes that do not decode are a write a crash cut short,
+  // not a live holder (docs/design/arguments.md, "A light claim on a local
+  // folder"). false wherever a store cannot tell.
+  bool from_earlier_boot = false;
 };
 
 // What the store gave lock(): the token, the store's own fencing number,

@@ -281,6 +281,15 @@ class Exclusive final : public Protocol {
         epoch = *carried + 1;
         ctx.log.warn("the lease document was not one of ours; its epoch is carried on",
                      {{"error", lease.error().message}});
+      } else if (doc->from_earlier_boot && grant.epoch != 0) {
+        // Cut short by a crash before this boot (Document::from_earlier_boot):
+        // its holder died with that boot, and the store's own numbering is
+        // above every epoch it gave, so nothing in it is needed.
+        ctx.log.warn(
+            "the lease document, written before this host's last boot, cannot be read; "
+            "its holder died with that boot and the store numbers the epoch, so it is "
+            "replaced",
+            {{"error", lease.error().message}});
       } else {
         unreadable = lease.error().message;
       }

@@ -150,9 +150,11 @@ struct StoredRecord {
   Record record;
   std::string version;  // empty where the store has no versions
 };
-// Reads the record at `key`: nullopt when there is none; a ClaimError when it
-// cannot be read ("so it counts as live") or decoded (a refusal naming the
-// key). The one read of another instance's record.
+// Reads the record at `key`: nullopt when there is none, or when its bytes
+// do not decode but the store marks it from_earlier_boot (a write a crash
+// cut short); a ClaimError when it cannot be read ("so it counts as live")
+// or decoded (a refusal naming the key). The one read of another
+// instance's record.
 std::expected<std::optional<StoredRecord>, ClaimError> read_record(const Context& ctx,
                                                                    const Key& key);
 // The same judgement of what a read of `key` gave (a get, or one answer of

@@ -36,9 +36,19 @@ bool process_gone(std::int64_t pid) {
 std::expected<std::optional<Record>, ClaimError> examine(const Context& ctx, const Key& key,
                                                          Result<Document> doc,
                                                          const ScanRules& rules) {
+  const bool earlier_boot = doc && doc->from_earlier_boot;
   auto stored = as_record(key, std::move(doc));
   if (!stored) return std::unexpected(std::move(stored.error()));
-  if (!*stored) return std::nullopt;  // gone since listed
+  if (!*stored) {
+    if (earlier_boot) {
+      ctx.log.warn(
+          "a record written before this host's last boot cannot be read; its writer "
+          "died with that boot, so it keeps nobody out; left in place (remove it "
+          "with `instance-guard release --force`)",
+          {{"key", key.str()}});
+    }
+    return std::nullopt;  // gone since listed, or cut short by a crash
+  }
   const Record* record = &(*stored)->record;
   const std::string& version = (*stored)->version;
   if (record->id == ctx.options.id) {
@@ -144,6 +154,12 @@ std::expected<std::optional<StoredRecord>, ClaimError> as_record(const Key& key,
                 "cannot read " + key.str() + ", so it counts as live: " + doc.error().message));
   }
   auto record = doc ? decode_record(doc->data) : std::unexpected(doc.error());
+  if (!record && doc && doc->from_earlier_boot) {
+    // Written before this host's boot on a store only this host writes: a
+    // write the crash cut short, whose writer died with that boot. It keeps
+    // nobody out, and it stays (nothing that cannot be read is deleted).
+    return std::nullopt;
+  }
   if (!record) return std::unexpected(refusal(key, std::nullopt, record.error().message));
   return StoredRecord{.record = std::move(*record), .version = std::move(doc->version)};
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,6 +72,7 @@ Result<std::string> decode_path(std::string_view path) {
 
 Result<std::shared_ptr<Store>> open_directory(std::string_view url, const OpenOptions&) {
   std::string path;
+  std::optional<bool> sync;
   if (url.size() >= 7 && std::equal(url.begin(), url.begin() + 7, "file://", [](char a, char b) {
         return std::tolower(static_cast<unsigned char>(a)) == b;
       })) {
@@ -83,8 +85,23 @@ Result<std::shared_ptr<Store>> open_directory(std::string_view url, const OpenOp
                     "file URL must be file:///absolute/path (no host): " + redact_url(url));
       }
     }
-    if (rest.find_first_of("?#") != std::string_view::npos) {
-      return fail(Errc::invalid, "file URL must not have a query or fragment");
+    if (const auto q = rest.find('?'); q != std::string_view::npos) {
+      // The one query a folder takes: whether its writes are synced
+      // (DirectoryStoreOptions::sync).
+      const auto query = rest.substr(q + 1);
+      if (query == "sync=on") {
+        sync = true;
+      } else if (query == "sync=off") {
+        sync = false;
+      } else if (query != "sync=auto") {
+        return fail(
+            Errc::invalid,
+            "a file URL takes one query, sync=on, sync=off or sync=auto; got " + redact_url(url));
+      }
+      rest = rest.substr(0, q);
+    }
+    if (rest.find('#') != std::string_view::npos) {
+      return fail(Errc::invalid, "file URL must not have a fragment");
     }
     auto decoded = decode_path(rest);
     if (!decoded) return std::unexpected(decoded.error());
@@ -96,7 +113,7 @@ Result<std::shared_ptr<Store>> open_directory(std::string_view url, const OpenOp
   std::error_code ec;
   auto absolute = std::filesystem::absolute(path, ec);
   if (ec) return fail(Errc::invalid, "cannot resolve store path " + path + ": " + ec.message());
-  return make_directory_store({.root = absolute.lexically_normal()});
+  return make_directory_store({.root = absolute.lexically_normal(), .sync = sync});
 }
 
 Result<std::shared_ptr<Store>> open_memory(std::string_view, const OpenOptions&) {

@@ -4,6 +4,7 @@
 // locks: they end with their holder, never on a clock.
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "contract/store_contract.hpp"
@@ -24,10 +25,12 @@ class Rooted final : public StoreWrapper {
   std::shared_ptr<TempDir> dir_;
 };
 
-StoreOpener temp_directory(const StoreEnv&) {
+// `sync`: DirectoryStoreOptions::sync (nullopt: as the file system under
+// the temporary folder decides).
+StoreOpener temp_directory(std::optional<bool> sync) {
   auto dir = std::make_shared<TempDir>();
-  return [dir]() -> std::shared_ptr<Store> {
-    auto store = make_directory_store({.root = dir->path() / "store"});
+  return [dir, sync]() -> std::shared_ptr<Store> {
+    auto store = make_directory_store({.root = dir->path() / "store", .sync = sync});
     if (!store) {
       ADD_FAILURE() << store.error().message;
       return nullptr;
@@ -36,11 +39,19 @@ StoreOpener temp_directory(const StoreEnv&) {
   };
 }
 
-INSTANTIATE_TEST_SUITE_P(Directory, StoreContract,
-                         ::testing::Values(StoreFactory{.name = "directory",
-                                                        .place = temp_directory,
-                                                        .lease_end = LeaseEnd::holder}),
-                         [](const auto& p) { return p.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    Directory, StoreContract,
+    ::testing::Values(StoreFactory{.name = "directory",
+                                   .place =
+                                       [](const StoreEnv&) { return temp_directory(std::nullopt); },
+                                   .lease_end = LeaseEnd::holder},
+                      StoreFactory{.name = "directory_synced",
+                                   .place = [](const StoreEnv&) { return temp_directory(true); },
+                                   .lease_end = LeaseEnd::holder},
+                      StoreFactory{.name = "directory_unsynced",
+                                   .place = [](const StoreEnv&) { return temp_directory(false); },
+                                   .lease_end = LeaseEnd::holder}),
+    [](const auto& p) { return p.param.name; });
 
 }  // namespace
 }  // namespace instance::testing

@@ -17,6 +17,8 @@
 #include <sstream>
 #include <string>
 
+#include "support/files.hpp"
+
 namespace instance::testing {
 
 // `text` as one single-quoted shell word.
@@ -24,14 +26,6 @@ inline std::string shell_quote(const std::string& text) {
   std::string out = "'";
   for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
-}
-
-// The whole file, or "" when it cannot be read.
-inline std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // Runs a shell command; its exit status, or -1 when it did not exit.

@@ -27,6 +27,7 @@
 #include <gtest/gtest.h>
 
 #include "instance/stores/directory.hpp"
+#include "support/files.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_support.hpp"
 
@@ -45,17 +46,8 @@ std::vector<std::string> strs(const std::vector<Key>& keys) {
   return out;
 }
 
-void write_file(const fs::path& path, std::string_view bytes) {
-  fs::create_directories(path.parent_path());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << path;
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using testing::read_file;
+using testing::write_file;
 
 // Exit codes a child process uses to report a store result.
 constexpr int kChildOk = 0;

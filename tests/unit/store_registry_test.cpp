@@ -96,5 +96,22 @@ TEST(StoreRegistry, PathsAndFileUrlsOpenTheDirectoryStore) {
   EXPECT_FALSE(open_store("file://otherhost/tmp/x"));
 }
 
+TEST(StoreRegistry, AFileUrlTakesOnlyTheSyncQuery) {
+  for (const char* query : {"?sync=on", "?sync=off", "?sync=auto"}) {
+    auto opened = open_store(std::string("file:///tmp/instance-guard-registry-test") + query);
+    ASSERT_TRUE(opened) << query << ": " << opened.error().message;
+    EXPECT_EQ((*opened)->describe(), "file:///tmp/instance-guard-registry-test")
+        << "the query is an option, not part of the folder";
+  }
+  for (const char* bad : {"?sync=yes", "?mode=x", "#frag"}) {
+    auto refused = open_store(std::string("file:///tmp/instance-guard-registry-test") + bad);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_EQ(refused.error().code, Errc::invalid);
+    EXPECT_NE(refused.error().message.find(bad[0] == '#' ? "fragment" : "sync=on"),
+              std::string::npos)
+        << refused.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace instance

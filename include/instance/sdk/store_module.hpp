@@ -44,7 +44,7 @@
 
 namespace instance {
 
-inline constexpr std::uint32_t kStoreModuleAbi = 6;
+inline constexpr std::uint32_t kStoreModuleAbi = 7;
 
 struct StoreModule {
   // Always the first member: the registry reads it before anything else.

@@ -28,8 +28,12 @@
 // locks and depend on the server's lock manager).
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "instance/error.hpp"
 #include "instance/export.hpp"
@@ -39,7 +43,27 @@ namespace instance {
 
 struct DirectoryStoreOptions {
   std::filesystem::path root;  // must be absolute
+  // Whether every write and removal is synced to disk (fsync of the file
+  // and of its folder) before it returns. nullopt, the default: synced
+  // unless the root is on a local file system (ext2/3/4, XFS, Btrfs, F2FS,
+  // ZFS, bcachefs, tmpfs, ramfs, overlayfs), where the kernel's lock is the
+  // authority, only this host can hold it, and a crash ends every holder
+  // with the boot it ran in. Without syncs the fencing epoch is still
+  // durable (numbered in the lock file, with a synced reservation every
+  // kEpochReserve claims and at the first claim of each boot), and a
+  // document that a crash left unreadable is recognised as written before
+  // this boot (Document::from_earlier_boot). Force true for a local folder
+  // that other hosts reach (exported over NFS): file:///path?sync=on.
+  std::optional<bool> sync;
+  // Tests only: this boot's id and when it began. Empty / nullopt: the
+  // kernel's (/proc/sys/kernel/random/boot_id; now - CLOCK_BOOTTIME).
+  std::string boot_id;
+  std::optional<std::chrono::system_clock::time_point> booted_at;
 };
+
+// How many epochs a lock file reserves with one synced write, on a root
+// without syncs (DirectoryStoreOptions::sync).
+inline constexpr std::uint64_t kEpochReserve = 1024;
 
 INSTANCE_EXPORT Result<std::shared_ptr<Store>> make_directory_store(DirectoryStoreOptions options);
 

@@ -40,9 +40,11 @@
 // process exclude each other like separate processes do.
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,6 +59,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -179,6 +182,58 @@ Errc errc_from_errno(int err) noexcept {
   }
 }
 
+// Whether `path` (or the nearest folder above it that exists) is on a file
+// system of this host's own disks or memory, which no other host can
+// reach; anything else (NFS, SMB, FUSE, a cluster file system) or unknown
+// is not.
+bool on_local_file_system(std::filesystem::path path) {
+  struct statfs fs {};
+  while (::statfs(path.c_str(), &fs) != 0) {
+    if (errno != ENOENT || !path.has_relative_path()) return false;
+    path = path.parent_path();
+  }
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case EXT4_SUPER_MAGIC:  // also ext2 and ext3
+    case XFS_SUPER_MAGIC:
+    case BTRFS_SUPER_MAGIC:
+    case F2FS_SUPER_MAGIC:
+    case TMPFS_MAGIC:
+    case RAMFS_MAGIC:
+    case OVERLAYFS_SUPER_MAGIC:
+    case 0x2FC12FC1UL:  // ZFS
+    case 0xCA451A4EUL:  // bcachefs
+      return true;
+    default:
+      return false;
+  }
+}
+
+// /proc/sys/kernel/random/boot_id, or "" when it cannot be read (every
+// numbering then counts from its reservation, as after a reboot).
+std::string this_boot_id() {
+  char buf[64] = {};
+  UniqueFd fd(::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return {};
+  const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  std::string id(buf, static_cast<std::size_t>(n));
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+}
+
+// When this boot began on the real-time clock: now less the time since
+// boot (CLOCK_BOOTTIME counts suspended time too).
+struct timespec this_boot_began() {
+  struct timespec now {
+  }, up{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  ::clock_gettime(CLOCK_BOOTTIME, &up);
+  std::int64_t ns = (std::int64_t{now.tv_sec} - up.tv_sec) * 1'000'000'000 +
+                    (std::int64_t{now.tv_nsec} - up.tv_nsec);
+  return {.tv_sec = static_cast<time_t>(ns / 1'000'000'000),
+          .tv_nsec = static_cast<long>(ns % 1'000'000'000)};
+}
+
 enum class Kind { missing, regular, folder, symlink, other };
 
 // What `name` in `dir` is, without following a link; the errno on failure.
@@ -299,8 +354,12 @@ Result<UniqueFd> open_folder(const Operation& ctx, int root, std::span<const std
 // Reads the document `leaf` in `parent` (`rel` names it in messages). A link
 // is refused; anything but a regular file of at most kMaxDocumentSize bytes
 // is Errc::malformed and left alone. A FIFO or device is never opened.
+//
+// `booted_at`, on a root without syncs: this boot's start; a document whose
+// status last changed before it is marked from_earlier_boot.
 Result<Document> read_document(const Operation& ctx, int parent, const std::string& leaf,
-                               const std::string& rel) {
+                               const std::string& rel,
+                               const std::optional<struct timespec>& booted_at) {
   const auto kind = kind_of(parent, leaf);
   if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + rel);
   switch (*kind) {
@@ -349,7 +408,12 @@ Result<Document> read_document(const Operation& ctx, int parent, const std::stri
   if (got > kMaxDocumentSize) return oversized("more than " + std::to_string(kMaxDocumentSize));
   data.resize(got);
   std::string version = version_of(st, data);
-  return Document{std::move(data), std::move(version)};
+  const bool earlier =
+      booted_at &&
+      (st.st_ctim.tv_sec < booted_at->tv_sec ||
+       (st.st_ctim.tv_sec == booted_at->tv_sec && st.st_ctim.tv_nsec < booted_at->tv_nsec));
+  return Document{
+      .data = std::move(data), .version = std::move(version), .from_earlier_boot = earlier};
 }
 
 // ---------------------------------------------------------------------------
@@ -480,8 +544,13 @@ Result<void> install(const Operation& ctx, TempFile& temp, int temp_folder, int 
 
 class DirectoryStore final : public Store {
  public:
-  explicit DirectoryStore(std::filesystem::path root)
-      : root_(std::move(root)), where_("file://" + root_.string()) {}
+  DirectoryStore(std::filesystem::path root, bool sync, std::string boot_id,
+                 std::optional<struct timespec> booted_at)
+      : root_(std::move(root)),
+        where_("file://" + root_.string()),
+        sync_(sync),
+        boot_id_(std::move(boot_id)),
+        booted_at_(sync ? std::nullopt : booted_at) {}
 
   std::string describe() const override { return where_; }
 
@@ -490,11 +559,16 @@ class DirectoryStore final : public Store {
     // Its expiry is the holder's death, not a clock, so server_clock stays
     // false (no clock is involved at all).
     // batch_reads: get_many opens the root and each folder once per batch.
+    // atomic_lease: claim_lease takes the lock, numbers the epoch in the
+    // lock file and writes the lease document and the record in one call;
+    // nothing between them can interleave, since every writer of the lease
+    // document holds the lock.
     return {.versions = true,
             .conditional_writes = true,
             .native_lease = true,
             .server_clock = false,
-            .batch_reads = true};
+            .batch_reads = true,
+            .atomic_lease = true};
   }
 
   // As get() for each key, but the root and a folder are opened once for
@@ -529,7 +603,7 @@ class DirectoryStore final : public Store {
         out.push_back(std::unexpected((*parent).error()));
         continue;
       }
-      out.push_back(read_document(ctx, (*parent)->get(), segments.back(), key.str()));
+      out.push_back(read_document(ctx, (*parent)->get(), segments.back(), key.str(), booted_at_));
     }
     return out;
   }
@@ -542,7 +616,7 @@ class DirectoryStore final : public Store {
     const auto segments = key.escaped_segments();
     auto parent = open_folder(ctx, root->get(), parent_of(segments), false);
     if (!parent) return std::unexpected(parent.error());
-    return read_document(ctx, parent->get(), segments.back(), key.str());
+    return read_document(ctx, parent->get(), segments.back(), key.str(), booted_at_);
   }
 
   Result<std::string> create(const Key& key, std::string_view data) override {
@@ -578,7 +652,7 @@ class DirectoryStore final : public Store {
     const Operation ctx("conditional replace", key, where_);
     return locked_write(ctx, data, false,
                         [&](int parent, const std::string& leaf) -> Result<Install> {
-                          auto current = read_document(ctx, parent, leaf, key.str());
+                          auto current = read_document(ctx, parent, leaf, key.str(), booted_at_);
                           if (!current) return std::unexpected(current.error());
                           if (current->version != version)
                             return ctx.fail(Errc::conflict, "version does not match");
@@ -609,7 +683,7 @@ class DirectoryStore final : public Store {
   Result<void> remove_if(const Key& key, std::string_view version) override {
     const Operation ctx("conditional remove", key, where_);
     return locked_remove(ctx, [&](int parent, const std::string& leaf) -> Result<void> {
-      auto current = read_document(ctx, parent, leaf, key.str());
+      auto current = read_document(ctx, parent, leaf, key.str(), booted_at_);
       if (!current) return std::unexpected(current.error());
       if (current->version != version) return ctx.fail(Errc::conflict, "version does not match");
       return {};
@@ -618,50 +692,102 @@ class DirectoryStore final : public Store {
 
   // Native leases: an OFD write lock on <root>/locks~/<name>. `ttl` plays no
   // part: the lock lasts until unlock() or until the holding process dies.
+  // The grant's epoch is numbered in the lock file (number()).
   Result<LockGrant> lock(const Key& key, Duration, std::string_view owner) override {
     const Operation ctx("lock", key, where_);
-    if (key.empty()) return ctx.fail(Errc::invalid, "the root key cannot be locked");
-    auto folder = open_lease_folder(ctx, true);
-    if (!folder) return std::unexpected(folder.error());
-    const std::string name = lease_file_name(key);
-    const std::string rel = std::string(kLeaseFolder) + "/" + name;
-    UniqueFd fd(::openat(folder->get(), name.c_str(),
-                         O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
-    if (fd.get() < 0) {
-      if (errno == ELOOP) return ctx.symlink(rel);
-      return ctx.fail_errno(errno, "cannot open the lock file " + rel);
+    auto taken = take(ctx, key);
+    if (!taken) return std::unexpected(taken.error());
+    auto epoch = number(ctx, *taken, 0, owner);
+    if (!epoch) return std::unexpected(epoch.error());
+    return LockGrant{.token = keep(std::move(*taken)), .epoch = *epoch};
+  }
+
+  // The whole claim in one call: the lock, the lease document read, the
+  // epoch numbered (above the document's and every earlier grant's), then,
+  // where the document is absent or its epoch reads, the lease document and
+  // the record written and the documents under `scan` read back. A failure
+  // after the lock gives it back and puts the lease document back as it was.
+  Result<LeaseClaimed> claim_lease(const LeaseClaim& c) override {
+    const Operation ctx("claim lease", c.lock, where_);
+    if (c.lease == c.record) return ctx.fail(Errc::invalid, "the lease and the record share a key");
+    {
+      const Operation record_ctx("claim lease", c.record, where_);
+      if (auto ok = check_write(record_ctx, c.record_data); !ok) return std::unexpected(ok.error());
     }
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return ctx.fail_errno(errno, "cannot inspect " + rel);
-    if (!S_ISREG(st.st_mode)) return ctx.fail(Errc::malformed, rel + " is not a regular file");
-    if (const int err = ofd_lock(fd.get(), F_WRLCK); err != 0) {
-      if (err == EAGAIN || err == EACCES) {
-        return ctx.fail(Errc::locked, "held by another process or guard" + holder_of(fd.get()));
+    auto taken = take(ctx, c.lock);
+    if (!taken) return std::unexpected(taken.error());
+    LeaseClaimed out;
+    out.previous = get(c.lease);
+    std::optional<std::uint64_t> floor;
+    if (out.previous) {
+      floor = lease_epoch(out.previous->data);
+    } else if (out.previous.error().code == Errc::not_found) {
+      floor = 0;
+    }
+    auto epoch = number(ctx, *taken, floor.value_or(0), c.owner);
+    if (!epoch) return std::unexpected(epoch.error());
+    out.grant = LockGrant{.token = keep(std::move(*taken)), .epoch = *epoch};
+    // An unreadable document, or one without an epoch: the caller decides.
+    if (!floor) return out;
+    auto undo = [&](const Error& why) -> Result<LeaseClaimed> {
+      if (out.previous) {
+        (void)replace(c.lease, out.previous->data);
+      } else {
+        (void)remove(c.lease);
       }
-      if (err == EINVAL) {
-        return ctx.fail(Errc::unsupported,
-                        "this kernel or file system has no OFD locks (fcntl F_OFD_SETLK)");
-      }
-      if (err == ENOLCK)
-        return ctx.fail(Errc::unavailable, "cannot lock " + rel + ": no locks left");
-      return ctx.fail_errno(err, "cannot lock " + rel);
+      (void)unlock(c.lock, out.grant.token);
+      return std::unexpected(why);
+    };
+    auto lease = replace(c.lease, c.document.fill(*epoch, out.grant.token));
+    if (!lease) return undo(lease.error());
+    auto record = replace(c.record, c.record_data);
+    if (!record) return undo(record.error());
+    auto listed = list(c.scan);
+    if (!listed) return undo(listed.error());
+    std::erase(*listed, c.record);
+    auto docs = get_many(*listed);
+    if (!docs) return undo(docs.error());
+    out.written = true;
+    out.epoch = *epoch;
+    out.lease_version = std::move(*lease);
+    out.record_version = std::move(*record);
+    out.scanned.reserve(listed->size());
+    for (std::size_t i = 0; i < listed->size(); ++i) {
+      out.scanned.emplace_back(std::move((*listed)[i]), std::move((*docs)[i]));
     }
-    // Children exec'd from now on inherit the descriptor, so the lock lasts
-    // until they are gone too: a guard killed outright must not free the
-    // lock while the work it started still runs (the kernel releases an OFD
-    // lock on the last close of its open file description, and kills a
-    // PR_SET_PDEATHSIG child only after the parent's files are closed).
-    if (::fcntl(fd.get(), F_SETFD, 0) != 0) {
-      return ctx.fail_errno(errno, "cannot let children inherit the lock on " + rel);
+    return out;
+  }
+
+  // The lock checked, then the lease document and the record rewritten.
+  Result<LeaseRenewed> renew_lease(const LeaseRenewal& r) override {
+    auto granted = refresh_lock(r.lock, r.token, r.ttl);
+    if (!granted) return std::unexpected(granted.error());
+    auto lease = replace(r.lease, r.lease_data);
+    if (!lease) return std::unexpected(lease.error());
+    auto record = replace(r.record, r.record_data);
+    if (!record) return std::unexpected(record.error());
+    return LeaseRenewed{.granted = *granted,
+                        .written = true,
+                        .lease_version = std::move(*lease),
+                        .record_version = std::move(*record)};
+  }
+
+  // The record removed; then, while the lock is still ours, the lease
+  // document written and the lock given back (a lock no longer ours and
+  // its document are another holder's, and stay).
+  Result<bool> end_lease(const LeaseEnd& e) override {
+    if (auto removed = remove(e.record); !removed && removed.error().code != Errc::not_found) {
+      return std::unexpected(removed.error());
     }
-    // For diagnostics only ("held by ..."); a failure here changes nothing.
-    if (::ftruncate(fd.get(), 0) == 0) {
-      [[maybe_unused]] auto written = write_all(fd.get(), std::string(owner) + "\n");
+    {
+      const std::lock_guard guard(leases_mutex_);
+      if (find_lease(e.lock, e.token) == leases_.end()) return true;
     }
-    const std::lock_guard guard(leases_mutex_);
-    const std::uint64_t id = ++last_lease_id_;
-    leases_.emplace(id, Lease{key, name, std::move(fd)});
-    return LockGrant{.token = "ofd:" + std::to_string(id)};
+    if (auto lease = replace(e.lease, e.lease_data); !lease) return std::unexpected(lease.error());
+    if (auto unlocked = unlock(e.lock, e.token); !unlocked) {
+      return std::unexpected(unlocked.error());
+    }
+    return true;
   }
 
   // The lease is ours while its descriptor is open and the lock file is still
@@ -830,14 +956,16 @@ class DirectoryStore final : public Store {
     if (!parent) return std::unexpected(parent.error());
     auto mode = decide(parent->get(), segments.back());
     if (!mode) return std::unexpected(mode.error());
-    return write_document(ctx, *lock, root->get(), parent->get(), segments.back(), data, *mode);
+    return write_document(ctx, *lock, root->get(), parent->get(), segments.back(), data, *mode,
+                          sync_);
   }
 
-  // Writes `data` to a stamped, synced temporary file, installs it as `leaf`
-  // in `parent` and syncs the folder. Returns the new version.
+  // Writes `data` to a stamped temporary file, installs it as `leaf` in
+  // `parent`; with `sync`, the file is synced before and the folder after.
+  // Returns the new version.
   static Result<std::string> write_document(const Operation& ctx, WriteLock& lock, int root,
                                             int parent, const std::string& leaf,
-                                            std::string_view data, Install mode) {
+                                            std::string_view data, Install mode, bool sync) {
     const std::string temp_name(kTempFolder);
     auto temp_folder = open_folder(ctx, root, std::span<const std::string>(&temp_name, 1), true);
     if (!temp_folder) return std::unexpected(temp_folder.error());
@@ -851,18 +979,20 @@ class DirectoryStore final : public Store {
     if (::futimens(temp->fd(), times) != 0) {
       return ctx.fail_errno(errno, "cannot stamp temporary file");
     }
-    if (::fsync(temp->fd()) != 0) return ctx.fail_errno(errno, "cannot sync temporary file");
+    if (sync && ::fsync(temp->fd()) != 0) {
+      return ctx.fail_errno(errno, "cannot sync temporary file");
+    }
     struct stat st {};
     if (::fstat(temp->fd(), &st) != 0)
       return ctx.fail_errno(errno, "cannot inspect temporary file");
     auto installed = install(ctx, *temp, temp_folder->get(), parent, leaf, mode);
     if (!installed) return std::unexpected(installed.error());
-    if (::fsync(parent) != 0) return ctx.fail_errno(errno, "cannot sync folder");
+    if (sync && ::fsync(parent) != 0) return ctx.fail_errno(errno, "cannot sync folder");
     return version_of(st, data);
   }
 
   // Under the write lock: lets `check` inspect the document, then unlinks it
-  // and syncs its folder.
+  // and (with sync_) syncs its folder.
   template <class Check>
   Result<void> locked_remove(const Operation& ctx, Check check) {
     if (ctx.key().empty()) return ctx.fail(Errc::invalid, "the root key is not a document");
@@ -877,7 +1007,7 @@ class DirectoryStore final : public Store {
     if (::unlinkat(parent->get(), segments.back().c_str(), 0) != 0) {
       return ctx.fail_errno(errno, "cannot remove " + ctx.key().str());
     }
-    if (::fsync(parent->get()) != 0) return ctx.fail_errno(errno, "cannot sync folder");
+    if (sync_ && ::fsync(parent->get()) != 0) return ctx.fail_errno(errno, "cannot sync folder");
     return {};
   }
 
@@ -945,6 +1075,146 @@ class DirectoryStore final : public Store {
   };
   using Leases = std::map<std::uint64_t, Lease>;
 
+  // A lock file opened and locked, not yet kept in leases_ (closing it
+  // gives the lock back).
+  struct Taken {
+    Key key;
+    std::string name;
+    UniqueFd fd;
+  };
+
+  // Opens <root>/locks~/<name> and takes its OFD write lock; Errc::locked
+  // when another holds it. The descriptor is inherited by children from
+  // here on (see lock()'s contract in directory.hpp).
+  Result<Taken> take(const Operation& ctx, const Key& key) {
+    if (key.empty()) return ctx.fail(Errc::invalid, "the root key cannot be locked");
+    auto folder = open_lease_folder(ctx, true);
+    if (!folder) return std::unexpected(folder.error());
+    const std::string name = lease_file_name(key);
+    const std::string rel = std::string(kLeaseFolder) + "/" + name;
+    UniqueFd fd(::openat(folder->get(), name.c_str(),
+                         O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
+    if (fd.get() < 0) {
+      if (errno == ELOOP) return ctx.symlink(rel);
+      return ctx.fail_errno(errno, "cannot open the lock file " + rel);
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return ctx.fail_errno(errno, "cannot inspect " + rel);
+    if (!S_ISREG(st.st_mode)) return ctx.fail(Errc::malformed, rel + " is not a regular file");
+    if (const int err = ofd_lock(fd.get(), F_WRLCK); err != 0) {
+      if (err == EAGAIN || err == EACCES) {
+        return ctx.fail(Errc::locked, "held by another process or guard" + holder_of(fd.get()));
+      }
+      if (err == EINVAL) {
+        return ctx.fail(Errc::unsupported,
+                        "this kernel or file system has no OFD locks (fcntl F_OFD_SETLK)");
+      }
+      if (err == ENOLCK)
+        return ctx.fail(Errc::unavailable, "cannot lock " + rel + ": no locks left");
+      return ctx.fail_errno(err, "cannot lock " + rel);
+    }
+    // Children exec'd from now on inherit the descriptor, so the lock lasts
+    // until they are gone too: a guard killed outright must not free the
+    // lock while the work it started still runs (the kernel releases an OFD
+    // lock on the last close of its open file description, and kills a
+    // PR_SET_PDEATHSIG child only after the parent's files are closed).
+    if (::fcntl(fd.get(), F_SETFD, 0) != 0) {
+      return ctx.fail_errno(errno, "cannot let children inherit the lock on " + rel);
+    }
+    return Taken{key, name, std::move(fd)};
+  }
+
+  // Keeps a taken lock until unlock(); its token.
+  std::string keep(Taken taken) {
+    const std::lock_guard guard(leases_mutex_);
+    const std::uint64_t id = ++last_lease_id_;
+    leases_.emplace(id, Lease{std::move(taken.key), std::move(taken.name), std::move(taken.fd)});
+    return "ofd:" + std::to_string(id);
+  }
+
+  // The lock file's first line numbers the grants of its lock:
+  //   "epoch <last granted> reserved <R> boot <boot id>\n"
+  // then the holder's owner text (for "held by ..." only). Every epoch ever
+  // granted is at most R, and R is on disk (fdatasync) before a grant above
+  // it is used; `epoch` itself is written without a sync where the root has
+  // none, and trusted only within the boot that wrote it (a crash can lose
+  // it, but not R). So a grant is last + 1 within a boot and R + 1 after a
+  // reboot or an unreadable line, never below the lease document's epoch
+  // `floor` + 1: strictly above every earlier grant of this lock file.
+  struct Numbering {
+    std::uint64_t epoch = 0;
+    std::uint64_t reserved = 0;
+    std::string boot;
+  };
+
+  static std::optional<Numbering> read_numbering(std::string_view line) {
+    Numbering n;
+    auto field = [&](std::string_view name, std::uint64_t& value) {
+      if (!line.starts_with(name)) return false;
+      line.remove_prefix(name.size());
+      const auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), value);
+      if (ec != std::errc()) return false;
+      line.remove_prefix(static_cast<std::size_t>(end - line.data()));
+      return true;
+    };
+    if (!field("epoch ", n.epoch) || !field(" reserved ", n.reserved)) return std::nullopt;
+    if (!line.starts_with(" boot ") || n.reserved < n.epoch) return std::nullopt;
+    n.boot = std::string(line.substr(6));
+    return n;
+  }
+
+  Result<std::uint64_t> number(const Operation& ctx, const Taken& taken, std::uint64_t floor,
+                               std::string_view owner) {
+    const std::string rel = std::string(kLeaseFolder) + "/" + taken.name;
+    const int fd = taken.fd.get();
+    char buf[256];
+    const ssize_t got = ::pread(fd, buf, sizeof buf, 0);
+    std::optional<Numbering> was;
+    if (got > 0) {
+      const std::string_view text(buf, static_cast<std::size_t>(got));
+      if (const auto eol = text.find('\n'); eol != std::string_view::npos) {
+        was = read_numbering(text.substr(0, eol));
+      }
+    }
+    const Numbering last = was.value_or(Numbering{});
+    const std::uint64_t base = last.boot == boot_id_ ? last.epoch : last.reserved;
+    const std::uint64_t epoch = std::max(base, floor) + 1;
+    if (epoch == 0) return ctx.fail(Errc::malformed, rel + ": the epoch cannot count any higher");
+    const bool reserve = epoch > last.reserved;
+    const std::uint64_t reserved =
+        reserve ? (sync_ ? epoch : std::max(epoch, epoch + kEpochReserve - 1)) : last.reserved;
+    std::string text = "epoch " + std::to_string(epoch) + " reserved " + std::to_string(reserved) +
+                       " boot " + boot_id_ + "\n" + std::string(owner) + "\n";
+    if (auto written = pwrite_all(fd, text); !written) {
+      return ctx.fail_errno(written.error(), "cannot number the lock in " + rel);
+    }
+    if (::ftruncate(fd, static_cast<off_t>(text.size())) != 0) {
+      return ctx.fail_errno(errno, "cannot number the lock in " + rel);
+    }
+    if (reserve || sync_) {
+      if (::fdatasync(fd) != 0) return ctx.fail_errno(errno, "cannot sync " + rel);
+      // The lock file's name too, when it held no numbering yet (new): a
+      // reservation in a file that a crash unlinks is none.
+      auto folder = was ? Result<UniqueFd>(UniqueFd()) : open_lease_folder(ctx, false);
+      if (folder && folder->get() >= 0 && ::fsync(folder->get()) != 0) {
+        return ctx.fail_errno(errno, std::string("cannot sync ") + kLeaseFolder);
+      }
+    }
+    return epoch;
+  }
+
+  static std::expected<void, int> pwrite_all(int fd, std::string_view data) {
+    off_t at = 0;
+    while (!data.empty()) {
+      const ssize_t n = ::pwrite(fd, data.data(), data.size(), at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return std::unexpected(errno);
+      data.remove_prefix(static_cast<std::size_t>(n));
+      at += n;
+    }
+    return {};
+  }
+
   // The lock file of `key`: its escaped segments joined by '~'. '~' is always
   // escaped in a segment, so different keys get different names.
   static std::string lease_file_name(const Key& key) {
@@ -969,10 +1239,14 @@ class DirectoryStore final : public Store {
 
   // ", last taken by \"owner\"" from a lock file, or nothing.
   static std::string holder_of(int fd) {
-    char buf[128];
+    char buf[512];
     const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
     if (n <= 0) return {};
     std::string_view owner(buf, static_cast<std::size_t>(n));
+    if (owner.starts_with("epoch ")) {
+      const auto eol = owner.find('\n');
+      owner = eol == std::string_view::npos ? std::string_view() : owner.substr(eol + 1);
+    }
     owner = owner.substr(0, owner.find('\n'));
     if (owner.empty()) return {};
     return " (taken by " + printable(owner) + ")";
@@ -1036,6 +1310,9 @@ class DirectoryStore final : public Store {
 
   std::filesystem::path root_;
   std::string where_;  // "file://<root>"
+  bool sync_;          // writes and removals synced (DirectoryStoreOptions::sync)
+  std::string boot_id_;
+  std::optional<struct timespec> booted_at_;  // without sync_: documents older are marked
   // A thread waiting in the kernel for a lock file's lock to be free
   // (await_change), shared by the waits on its key.
   class LockWait {
@@ -1078,7 +1355,20 @@ Result<std::shared_ptr<Store>> make_directory_store(DirectoryStoreOptions option
                                    options.root.string() + "\"");
   }
   if (!root.has_filename() && root != root.root_path()) root = root.parent_path();
-  return std::shared_ptr<Store>(std::make_shared<DirectoryStore>(std::move(root)));
+  const bool sync = options.sync.value_or(!on_local_file_system(root));
+  std::string boot_id = options.boot_id.empty() ? this_boot_id() : std::move(options.boot_id);
+  struct timespec booted_at {};
+  if (options.booted_at) {
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(options.booted_at->time_since_epoch())
+            .count();
+    booted_at = {.tv_sec = static_cast<time_t>(ns / 1'000'000'000),
+                 .tv_nsec = static_cast<long>(ns % 1'000'000'000)};
+  } else {
+    booted_at = this_boot_began();
+  }
+  return std::shared_ptr<Store>(
+      std::make_shared<DirectoryStore>(std::move(root), sync, std::move(boot_id), booted_at));
 }
 
 }  // namespace instance
