@@ -3,8 +3,9 @@
 //
 // A key maps to the same relative path under the root (its escaped segments
 // are always safe file names). Writes are atomic: a temporary file in
-// `<root>/tmp~` (a name no key can produce, outside instances/), fsync,
-// rename into place, fsync of the folder. create() never clobbers (link or
+// `<root>/tmp~` (a name no key can produce, outside instances/), renamed
+// into place; with DirectoryStoreOptions::sync the file is synced before and
+// the folder after, and a removal syncs its folder. create() never clobbers (link or
 // RENAME_NOREPLACE). Paths through symbolic links are refused. A file that is
 // oversized or not a regular file is reported as Errc::malformed and left
 // alone. The root and folders are created on first write.
