@@ -57,8 +57,8 @@ q() { jq -rs "$@" "$R"; }
   echo "Medians; \"ratio\" is claim latency / one bare request (a read of a small document) to the"
   echo "same store in the same rounds. Target on loopback WebDAV: ratio at most 3 with no other"
   echo "record; with 1000 stale records at most 10x the claim with none. (memory: a bare read takes"
-  echo "0.1 us, so its ratio says nothing; directory: the bare read is a cached file read, the"
-  echo "claim's writes are durable, fsync included.)"
+  echo "0.1 us, so its ratio says nothing; directory: the bare read is a cached file read, and"
+  echo "on a local file system the claim's writes are not synced: docs/design/arguments.md.)"
   echo
   echo "| store | mode | bare request (us) | claim (us) | ratio | claim, 10 stale (us) | 100 stale | 1000 stale | 1000 stale / none |"
   echo "|---|---|---|---|---|---|---|---|---|"
