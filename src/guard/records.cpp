@@ -51,15 +51,18 @@ std::expected<std::optional<Record>, ClaimError> examine(const Context& ctx, con
   }
   const Record* record = &(*stored)->record;
   const std::string& version = (*stored)->version;
+  // A record the store proves was written before this host's boot, on a
+  // store only this host writes: its writer died with that boot, whatever
+  // the record's expiry says (docs/design/arguments.md, "A light claim on a
+  // local folder").
+  const bool live = !earlier_boot && is_live(ctx, *record, ctx.clock.wall(), rules.margin);
   if (record->id == ctx.options.id) {
     // Our own, whatever its file name; when dead, a record an earlier
     // process under our id left (its tenure is closed once we hold).
-    if (ctx.dead && !is_live(ctx, *record, ctx.clock.wall(), rules.margin)) {
-      ctx.dead->push_back({*record, false});
-    }
+    if (ctx.dead && !live) ctx.dead->push_back({*record, false});
     return std::nullopt;
   }
-  if (is_live(ctx, *record, ctx.clock.wall(), rules.margin)) return *record;
+  if (live) return *record;
   if (ctx.dead) ctx.dead->push_back({*record, false});
   if (!rules.reap) return std::nullopt;
 

@@ -18,6 +18,7 @@
 #include "instance/guard.hpp"
 #include "instance/stores/directory.hpp"
 #include "instance/testing.hpp"
+#include "instance/time.hpp"
 #include "support/files.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_support.hpp"
@@ -177,6 +178,24 @@ TEST_F(DirectoryLightClaimTest, ARecordACrashCutShortKeepsNobodyOutAndStays) {
     scheduler->run_due();
     EXPECT_TRUE(fs::exists(root() / "instances" / "crashed")) << "never deleted";
   }
+}
+
+TEST_F(DirectoryLightClaimTest, ALiveLookingRecordOfAnEarlierBootIsDeadAndRemoved) {
+  // The holder crashed with the host a moment ago: its record says it is
+  // live for another 30 s, but it was written before this boot.
+  ASSERT_TRUE(open(false, "boot-a")
+                  ->replace(key("instances/before"),
+                            R"({"id":"before","started_at":")" + format_rfc3339(clock->wall()) +
+                                R"(","expires_at":")" + format_rfc3339(clock->wall() + 30s) +
+                                R"(","host":"host","pid":4242,"boot_id":"boot-a"})"));
+  auto refused =
+      claim(open(false, "boot-b", std::chrono::system_clock::now() - 1h), Mode::exclusive);
+  ASSERT_FALSE(refused) << "within this boot the record is live";
+  auto claimed = claim(after_reboot(), Mode::exclusive);
+  ASSERT_TRUE(claimed) << claimed.error().error.message;
+  scheduler->run_due();
+  EXPECT_FALSE(fs::exists(root() / "instances" / "before")) << "read, judged dead, removed";
+  ASSERT_TRUE(claimed->stand_down());
 }
 
 TEST_F(DirectoryLightClaimTest, AnUnreadableRecordOfThisBootStillKeepsUsOut) {
