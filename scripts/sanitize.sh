@@ -43,6 +43,7 @@ asan() {
   cmake --build build-asan -j"$jobs"
   $build_only && return
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+  LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   CHAOS_CYCLES=${CHAOS_CYCLES:-40} RACE_ROUNDS=${RACE_ROUNDS:-50} \
     ctest --test-dir build-asan --output-on-failure -j2 \

@@ -7,6 +7,8 @@ namespace {
 // store reports every failure itself, so the client's lines are dropped.
 void quiet(const char*) {}
 
+}  // namespace
+
 // The answers of one get_all(), shared with the C client's completion
 // thread: a completion may come after get_all() stopped waiting, and then
 // finds `closed`.
@@ -18,15 +20,21 @@ struct Replies {
   bool closed = false;             // guarded by mu
 };
 
-// What one getData's completion needs: owned by the C client from the
-// request until its completion, which the client calls exactly once.
+// What one getData's completion needs. Handed to the C client with the
+// request, freed by its completion; one whose completion never ran is
+// freed with the session (see in_flight_).
 struct ReplySlot {
+  Session* session = nullptr;
   std::shared_ptr<Replies> replies;
   std::size_t index = 0;
 };
 
-void on_data(int rc, const char* value, int length, const Stat* stat, const void* data) {
+void Session::on_data(int rc, const char* value, int length, const Stat* stat, const void* data) {
   std::unique_ptr<ReplySlot> slot(static_cast<ReplySlot*>(const_cast<void*>(data)));
+  {
+    std::lock_guard lock(slot->session->slots_mu_);
+    slot->session->in_flight_.erase(slot.get());
+  }
   Replies& all = *slot->replies;
   std::lock_guard lock(all.mu);
   if (all.closed || slot->index >= all.replies.size()) return;
@@ -41,8 +49,6 @@ void on_data(int rc, const char* value, int length, const Stat* stat, const void
   }
   if (--all.left == 0) all.done.notify_all();
 }
-
-}  // namespace
 
 std::unique_ptr<Session> Session::open(const std::string& servers,
                                        std::chrono::milliseconds timeout, const std::string& digest,
@@ -62,6 +68,13 @@ std::unique_ptr<Session> Session::open(const std::string& servers,
 
 Session::~Session() {
   if (zh_ != nullptr) zookeeper_close(zh_);
+  // No completion runs after the close returned (the client's threads are
+  // joined). The client fails the requests still waiting with ZCLOSING on
+  // its completion thread, but that thread may already have stopped: their
+  // slots are freed here.
+  std::lock_guard lock(slots_mu_);
+  for (ReplySlot* slot : in_flight_) delete slot;
+  in_flight_.clear();
 }
 
 void Session::on_event(zhandle_t*, int type, int state, const char*, void* context) {
@@ -136,11 +149,19 @@ std::vector<DataReply> Session::get_all(std::span<const std::string> paths,
   all->left = paths.size();
   lock.unlock();
   for (std::size_t i = 0; i < paths.size(); ++i) {
-    auto slot = std::make_unique<ReplySlot>(ReplySlot{.replies = all, .index = i});
-    const int rc = zoo_aget(zh_, paths[i].c_str(), 0, &on_data, slot.get());
+    auto slot = std::make_unique<ReplySlot>(ReplySlot{.session = this, .replies = all, .index = i});
+    {
+      std::lock_guard slots(slots_mu_);
+      in_flight_.insert(slot.get());
+    }
+    const int rc = zoo_aget(zh_, paths[i].c_str(), 0, &Session::on_data, slot.get());
     if (rc == ZOK) {
-      (void)slot.release();  // the completion owns it now
+      (void)slot.release();  // the completion (or the session's end) frees it
       continue;
+    }
+    {
+      std::lock_guard slots(slots_mu_);
+      in_flight_.erase(slot.get());
     }
     // Not sent (the session closing, a path the client refuses): no
     // completion comes.

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace instance::zk {
@@ -31,6 +32,8 @@ struct DataReply {
   bool has_stat = false;  // the answer carried a Stat
   Stat stat{};
 };
+
+struct ReplySlot;
 
 class Session {
  public:
@@ -70,6 +73,7 @@ class Session {
   Session() = default;
   static void on_event(zhandle_t* zh, int type, int state, const char* path, void* context);
   static void on_auth(int rc, const void* data);
+  static void on_data(int rc, const char* value, int length, const Stat* stat, const void* data);
   zhandle_t* zh_ = nullptr;
   std::chrono::milliseconds asked_{};
   mutable std::mutex mu_;
@@ -77,6 +81,11 @@ class Session {
   SessionState state_ = SessionState::connecting;
   std::string digest_;
   enum class Auth { none, sent, done } auth_ = Auth::none;  // guarded by mu_
+  // The getData requests sent and not yet completed. The client may never
+  // run a request's completion when the session is closed with it waiting
+  // (its completion thread stops first); the destructor frees those.
+  std::mutex slots_mu_;
+  std::unordered_set<ReplySlot*> in_flight_;  // guarded by slots_mu_
 };
 
 // How a C client return code reads: its name ("ZCONNECTIONLOSS"; the number

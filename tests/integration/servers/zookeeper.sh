@@ -48,10 +48,13 @@ CONF
     </dev/null >>"$dir/zookeeper.log" 2>&1 &
   echo $! >"$pidf"
   ready=""
-  for _ in $(seq 200); do
+  for _ in $(seq 400); do
     gone "$(cat "$pidf")" && break
-    # Ready once it answers "imok" to ruok (it then serves sessions).
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port" && echo ruok >&3 && timeout 1 cat <&3) 2>/dev/null | grep -q imok; then
+    # Ready once `srvr` names its mode. Not `ruok`: the server answers
+    # "imok" as soon as it accepts connections, before it has loaded its
+    # data, and closes a session's connection until then ("not currently
+    # serving requests"), so a client racing a restart would be refused.
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port" && echo srvr >&3 && timeout 1 cat <&3) 2>/dev/null | grep -q '^Mode: '; then
       ready=1; break
     fi
     sleep 0.05

@@ -8,6 +8,8 @@
 // deadline (ttl - max-skew, below the session timeout) ends the claim.
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include "support/fake_time_guard.hpp"
 #include "zookeeper_server.hpp"
 
@@ -20,11 +22,18 @@ class ZookeeperRestart : public ::testing::Test, public FakeTimeGuards {
  protected:
   const std::string root = ZookeeperServer::fresh_root();
 
-  // retry_deadline: long enough for a restarting server to come back.
-  Guard guard(ZookeeperServer& server, std::string id, Duration retry_deadline = 5s) {
+  // retry_deadline: long enough for a restarting server to come back on a
+  // loaded machine (the most the guard's tuning allows at ttl 30 s).
+  Guard guard(ZookeeperServer& server, std::string id, Duration retry_deadline = 10s) {
     ZookeeperStoreOptions options = server.options(root);
     options.retry_deadline = std::chrono::duration_cast<std::chrono::milliseconds>(retry_deadline);
     return FakeTimeGuards::guard(make_zookeeper_store(options).value(), std::move(id));
+  }
+
+  // What the guards logged, to read a failure by.
+  void TearDown() override {
+    if (!HasFailure()) return;
+    for (const auto& line : logger->formatted()) std::cerr << "[ guard log ] " << line << "\n";
   }
 };
 
@@ -53,12 +62,14 @@ TEST_F(ZookeeperRestart, TheHolderRenewsAfterARestartAndACrash) {
   EXPECT_TRUE(claim->active());
   expect_refused(b);
 
-  ASSERT_TRUE(claim->stand_down());
+  const auto down = claim->stand_down();
+  ASSERT_TRUE(down.has_value()) << down.error().message;
   auto next = b.claim();
   ASSERT_TRUE(next.has_value()) << next.error().error.message;
   ASSERT_TRUE(epoch && next->epoch());
   EXPECT_GT(*next->epoch(), *epoch);
-  ASSERT_TRUE(next->stand_down());
+  const auto next_down = next->stand_down();
+  ASSERT_TRUE(next_down.has_value()) << next_down.error().message;
 }
 
 TEST_F(ZookeeperRestart, AServerDownPastTheFencingDeadlineEndsTheClaim) {
