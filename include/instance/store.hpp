@@ -149,7 +149,7 @@ struct LeaseTemplate {
   std::string head;
   std::string middle;
   std::string tail;
-  std::string fill(std::uint64_t epoch, std::string_view token) const;
+  INSTANCE_EXPORT std::string fill(std::uint64_t epoch, std::string_view token) const;
 };
 
 struct LeaseClaim {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <mutex>
+#include <span>
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,8 @@ using json = nlohmann::json;
 constexpr std::size_t kMaxDocumentReply = std::size_t{4} << 20;  // one value, base64
 constexpr std::size_t kMaxListReply = std::size_t{64} << 20;     // keys only
 constexpr std::size_t kMaxSmallReply = std::size_t{1} << 20;     // leases, deletes, auth
+// Range requests per transaction in get_many (etcd's --max-txn-ops: 128).
+constexpr std::size_t kMaxTxnReads = 64;
 
 // A failed request, sorted: the attempt's failure (what to tell, whether a
 // retry may cure it, whether the server may have carried it out anyway) and
@@ -117,6 +120,13 @@ json compare_create_absent(const std::string& key) {
           {"create_revision", "0"}};
 }
 
+json compare_create(const std::string& key, std::int64_t revision) {
+  return {{"key", etcd::base64_encode(key)},
+          {"target", "CREATE"},
+          {"result", "EQUAL"},
+          {"create_revision", std::to_string(revision)}};
+}
+
 json compare_mod(const std::string& key, std::int64_t revision) {
   return {{"key", etcd::base64_encode(key)},
           {"target", "MOD"},
@@ -132,6 +142,12 @@ json put_op(const std::string& key, std::string_view value, std::int64_t lease =
 
 json range_op(const std::string& key) {
   return {{"request_range", {{"key", etcd::base64_encode(key)}}}};
+}
+
+// Every key that starts with `start`.
+json prefix_range(const std::string& start) {
+  return {{"key", etcd::base64_encode(start)},
+          {"range_end", etcd::base64_encode(etcd::prefix_range_end(start))}};
 }
 
 json delete_op(const std::string& key) {
@@ -159,6 +175,8 @@ class EtcdStore final : public Store {
             .conditional_writes = true,
             .native_lease = true,
             .server_clock = true,
+            .batch_reads = true,
+            .atomic_lease = true,
             .agreement = agreement()};
   }
 
@@ -172,6 +190,60 @@ class EtcdStore final : public Store {
     if (!kv) return std::unexpected(kv.error());
     if (!*kv) return fail(Errc::not_found, what + ": not found");
     return document(**kv, what);
+  }
+
+  // One transaction of range requests, no compare (kMaxTxnReads of them
+  // each: etcd's --max-txn-ops is 128 by default): one round trip per
+  // kMaxTxnReads keys, every answer read at the same revision.
+  Result<std::vector<Result<Document>>> get_many(std::span<const Key> keys) override {
+    std::vector<Result<Document>> out;
+    out.reserve(keys.size());
+    for (std::size_t at = 0; at < keys.size(); at += kMaxTxnReads) {
+      const auto batch = keys.subspan(at, std::min(kMaxTxnReads, keys.size() - at));
+      const std::string what =
+          "etcd get " + batch.front().str() +
+          (batch.size() > 1 ? " and " + std::to_string(batch.size() - 1) + " more"
+                            : std::string()) +
+          " at " + shown_;
+      json ranges = json::array();
+      for (const Key& key : batch) {
+        if (key.empty()) return fail(Errc::invalid, what + ": the root is not a document");
+        ranges.push_back(range_op(doc_key(key)));
+      }
+      const json body = {{"success", std::move(ranges)}};
+      auto reply = call(what, "/v3/kv/txn", body, kMaxListReply);
+      if (!reply && reply.error().message.find("too many operations") != std::string::npos) {
+        // A cluster whose --max-txn-ops is below kMaxTxnReads: one by one.
+        for (const Key& key : batch) {
+          auto doc = get(key);
+          if (!doc && doc.error().code != Errc::not_found && doc.error().code != Errc::malformed) {
+            return std::unexpected(doc.error());
+          }
+          out.push_back(std::move(doc));
+        }
+        continue;
+      }
+      if (!reply) return std::unexpected(reply.error());
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        const std::string one = "etcd get " + batch[i].str() + " at " + shown_;
+        const json* range = reply->body.value("succeeded", false)
+                                ? txn_range(reply->body, i, batch.size())
+                                : nullptr;
+        if (range == nullptr) {
+          return fail(Errc::malformed, what + ": the reply does not hold one range per key read");
+        }
+        auto kv = first_kv(*range, one);
+        if (!kv) return std::unexpected(kv.error());
+        if (!*kv) {
+          out.push_back(fail(Errc::not_found, one + ": not found"));
+        } else if (kv_key(**kv) != doc_key(batch[i])) {
+          return fail(Errc::malformed, what + ": an answer holds another key");
+        } else {
+          out.push_back(document(**kv, one));
+        }
+      }
+    }
+    return out;
   }
 
   Result<std::string> create(const Key& key, std::string_view data) override {
@@ -212,32 +284,17 @@ class EtcdStore final : public Store {
   Result<std::vector<Key>> list(const Key& prefix) override {
     const std::string what =
         "etcd list " + (prefix.empty() ? std::string("/") : prefix.str()) + " at " + shown_;
-    const std::string root = options_.prefix + "/";
-    const std::string start = root + (prefix.empty() ? std::string() : prefix.str() + "/");
-    const json body = {{"key", etcd::base64_encode(start)},
-                       {"range_end", etcd::base64_encode(etcd::prefix_range_end(start))},
-                       {"keys_only", true}};
+    const std::string start =
+        options_.prefix + "/" + (prefix.empty() ? std::string() : prefix.str() + "/");
+    json body = prefix_range(start);
+    body["keys_only"] = true;
     auto reply = call(what, "/v3/kv/range", body, kMaxListReply);
     if (!reply) return std::unexpected(reply.error());
+    auto listed = listed_kvs(reply->body, start, what);
+    if (!listed) return std::unexpected(listed.error());
     std::vector<Key> keys;
-    const auto kvs = reply->body.find("kvs");
-    if (kvs == reply->body.end()) return keys;
-    if (!kvs->is_array()) return fail(Errc::malformed, what + ": kvs is not an array");
-    for (const auto& kv : *kvs) {
-      const auto raw = kv.is_object() && kv.contains("key") && kv["key"].is_string()
-                           ? etcd::base64_decode(kv["key"].get_ref<const std::string&>())
-                           : std::nullopt;
-      if (!raw || !raw->starts_with(root)) {
-        return fail(Errc::malformed, what + ": the reply holds a key outside the range");
-      }
-      auto key = Key::from_listing(std::string_view(*raw).substr(root.size()));
-      if (!key || key->empty()) {
-        return fail(Errc::malformed,
-                    what + ": etcd key \"" + printable(*raw) +
-                        "\" cannot be a key (an empty or dot segment, or a NUL byte)");
-      }
-      keys.push_back(std::move(*key));
-    }
+    keys.reserve(listed->size());
+    for (auto& [key, kv] : *listed) keys.push_back(std::move(key));
     return keys;
   }
 
@@ -281,62 +338,17 @@ class EtcdStore final : public Store {
   }
 
   Result<LockGrant> lock(const Key& key, Duration ttl, std::string_view owner) override {
-    const std::string what = "etcd lock " + key.str() + " at " + shown_;
-    if (key.empty()) return fail(Errc::invalid, what + ": the root cannot be locked");
-    const auto seconds = std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(std::ceil(std::chrono::duration<double>(ttl).count())));
-    auto granted =
-        call(what + " (lease grant)", "/v3/lease/grant", {{"TTL", seconds}}, kMaxSmallReply);
-    if (!granted) return std::unexpected(granted.error());
-    const auto lease = etcd::int64_field(granted->body, "ID");
-    if (!lease || *lease <= 0) return fail(Errc::malformed, what + ": the grant has no lease ID");
-    // etcd may grant more than asked (its minimum lease TTL).
-    const auto ttl_granted = etcd::int64_field(granted->body, "TTL");
-    const Duration grant =
-        std::chrono::seconds(ttl_granted && *ttl_granted > 0 ? *ttl_granted : seconds);
-
-    const std::string k = lock_key(key);
-    auto reply = txn(what, compare_create_absent(k), put_op(k, owner, *lease), range_op(k));
-    if (!reply) {
-      revoke_quietly(*lease);
-      return std::unexpected(reply.error());
-    }
-    // The epoch: the revision of the lock's put, greater than every
-    // earlier lock's of the key.
-    auto taken = [&](std::int64_t revision) {
-      return LockGrant{.token = std::to_string(*lease) + ":" + std::to_string(revision),
-                       .epoch = static_cast<std::uint64_t>(revision),
-                       .granted = grant};
-    };
-    if (reply->succeeded) return taken(reply->revision);
-    if (reply->kv) {
-      const auto holder_lease = etcd::int64_field(*reply->kv, "lease");
-      if (holder_lease && *holder_lease == *lease) {  // our earlier attempt took it
-        const auto created = etcd::int64_field(*reply->kv, "create_revision");
-        if (created && *created > 0) return taken(*created);
-      }
-    }
-    revoke_quietly(*lease);
-    std::string holder;
-    if (reply->kv) {
-      if (auto doc = document(*reply->kv, what); doc) holder = printable(doc->data);
-    }
-    return fail(Errc::locked, what + ": held by another owner" +
-                                  (holder.empty() ? std::string() : " (" + holder + ")"));
+    auto taken = take_lock(key, ttl, owner, nullptr);
+    if (!taken) return std::unexpected(taken.error());
+    return std::move(taken->grant);
   }
 
   Result<Duration> refresh_lock(const Key& key, std::string_view token, Duration) override {
     const std::string what = "etcd refresh lock " + key.str() + " at " + shown_;
     const auto t = parse_token(token);
     if (!t) return fail(Errc::invalid, what + ": not a lock token of this store");
-    auto kept = call(what + " (lease keep-alive)", "/v3/lease/keepalive",
-                     {{"ID", std::to_string(t->lease)}}, kMaxSmallReply);
-    if (!kept) return std::unexpected(kept.error());
-    const auto result = kept->body.find("result");
-    const auto remaining = result != kept->body.end() ? etcd::int64_field(*result, "TTL")
-                                                      : std::optional<std::int64_t>{};
-    if (!remaining) return fail(Errc::malformed, what + ": the keep-alive reply has no result");
-    if (*remaining <= 0) return fail(Errc::not_found, what + ": the lease has expired");
+    auto remaining = keep_alive(t->lease, what);
+    if (!remaining) return std::unexpected(remaining.error());
 
     // The lease lives; the lock key must still be the one we put with it.
     auto reply =
@@ -368,6 +380,151 @@ class EtcdStore final : public Store {
     return {};
   }
 
+  // The lease operations (atomic_lease), in as few requests as etcd's API
+  // allows (docs/etcd.md): a lease must be granted before a transaction can
+  // put a key with it, and a lease is kept alive only by its own keep-alive
+  // call, so a claim is a grant and two transactions, a renewal a
+  // keep-alive and one transaction, a stand-down one transaction.
+  //
+  // claim_lease: the grant; one transaction puts the lock key with the lease
+  // when it is absent and reads the lease document; a second, only while
+  // the lock key is still the one we put (its create revision), writes the
+  // lease document with the epoch and our record and reads every record
+  // back. The epoch is known only once the lock's put has a revision (the
+  // first transaction's), so the two writes cannot share its request.
+  Result<LeaseClaimed> claim_lease(const LeaseClaim& c) override {
+    const std::string what = "etcd claim lease " + c.lock.str() + " at " + shown_;
+    if (c.lease.empty() || c.record.empty() || c.scan.empty()) {
+      return fail(Errc::invalid, what + ": the root is not a document");
+    }
+    if (c.record_data.size() > kMaxDocumentSize) {
+      return fail(Errc::invalid, what + ": the record is larger than 1 MiB");
+    }
+    const std::string lease_key = doc_key(c.lease);
+    auto taken = take_lock(c.lock, c.ttl, c.owner, &lease_key);
+    if (!taken) return std::unexpected(taken.error());
+    LeaseClaimed out{.grant = std::move(taken->grant)};
+    // The lease as asked: etcd grants whole seconds, and sometimes more
+    // than asked (its minimum TTL); LockGrant::granted says which.
+    if (out.grant.granted == c.ttl) out.grant.granted = Duration::zero();
+    if (taken->also_read) {
+      out.previous = *taken->also_read ? document(**taken->also_read,
+                                                  "etcd get " + c.lease.str() + " at " + shown_)
+                                       : fail(Errc::not_found, "no lease document");
+    } else {
+      out.previous = get(c.lease);  // our earlier attempt took the lock: not read with it
+    }
+    std::uint64_t epoch = 1;
+    if (out.previous) {
+      const auto counted = lease_epoch(out.previous->data);
+      if (!counted) return out;  // the caller decides on what it cannot read
+      epoch = *counted + 1;
+    } else if (out.previous.error().code != Errc::not_found) {
+      return out;
+    }
+    epoch = std::max(epoch, out.grant.epoch);
+
+    const auto t = parse_token(out.grant.token);
+    const std::string lock = lock_key(c.lock);
+    const std::string scan = doc_key(c.scan) + "/";
+    const std::string record = doc_key(c.record);
+    const json body = {
+        {"compare", json::array({compare_create(lock, t->revision)})},
+        {"success", json::array({put_op(lease_key, c.document.fill(epoch, out.grant.token)),
+                                 put_op(record, c.record_data),
+                                 {{"request_range", prefix_range(scan)}}})},
+        {"failure", json::array({range_op(lock)})}};
+    auto written = call(what, "/v3/kv/txn", body, kMaxListReply);
+    if (!written) {
+      revoke_quietly(t->lease);
+      return std::unexpected(written.error());
+    }
+    if (!written->body.value("succeeded", false)) {
+      revoke_quietly(t->lease);
+      return fail(Errc::locked,
+                  what +
+                      ": the lock ended before its lease could be written, and may be held "
+                      "by another instance now");
+    }
+    auto revision = revision_of(written->body, what);
+    if (!revision) return std::unexpected(revision.error());
+    const json* range = txn_range(written->body, 2, 3);
+    if (range == nullptr) {
+      return fail(Errc::malformed, what + ": the reply does not hold the records read back");
+    }
+    auto listed = listed_kvs(*range, scan, what);
+    if (!listed) return std::unexpected(listed.error());
+    for (auto& [key, kv] : *listed) {
+      if (key == c.record) continue;
+      auto doc = document(*kv, "etcd get " + key.str() + " at " + shown_);
+      out.scanned.emplace_back(std::move(key), std::move(doc));
+    }
+    out.written = true;
+    out.epoch = epoch;
+    out.lease_version = *revision;
+    out.record_version = *revision;
+    return out;
+  }
+
+  // renew_lease: the keep-alive, then one transaction that rewrites the
+  // lease document and our record while the lock key is still the one we
+  // put (its create revision).
+  Result<LeaseRenewed> renew_lease(const LeaseRenewal& r) override {
+    const std::string what = "etcd renew lease " + r.lock.str() + " at " + shown_;
+    const auto t = parse_token(r.token);
+    if (!t) return fail(Errc::invalid, what + ": not a lock token of this store");
+    for (const std::string* data : {&r.lease_data, &r.record_data}) {
+      if (data->size() > kMaxDocumentSize) {
+        return fail(Errc::invalid, what + ": the document is larger than 1 MiB");
+      }
+    }
+    auto remaining = keep_alive(t->lease, what);
+    if (!remaining) return std::unexpected(remaining.error());
+    const std::string lock = lock_key(r.lock);
+    const json body = {{"compare", json::array({compare_create(lock, t->revision)})},
+                       {"success", json::array({put_op(doc_key(r.lease), r.lease_data),
+                                                put_op(doc_key(r.record), r.record_data)})},
+                       {"failure", json::array({range_op(lock)})}};
+    auto reply = call(what, "/v3/kv/txn", body, kMaxSmallReply);
+    if (!reply) return std::unexpected(reply.error());
+    if (!reply->body.value("succeeded", false)) {
+      auto held = failed_range(reply->body, what);
+      if (!held) return std::unexpected(held.error());
+      if (!*held) return fail(Errc::not_found, what + ": the lock key was deleted");
+      return fail(Errc::locked, what + ": the lock now belongs to another lease");
+    }
+    auto revision = revision_of(reply->body, what);
+    if (!revision) return std::unexpected(revision.error());
+    const Duration granted = std::chrono::seconds(*remaining);
+    return LeaseRenewed{.granted = granted == r.ttl ? Duration::zero() : granted,
+                        .written = true,
+                        .lease_version = *revision,
+                        .record_version = *revision};
+  }
+
+  // end_lease: one transaction removes our record and, while the lock key
+  // is the one we put, writes the lease document and deletes that key (a
+  // lock that is no longer ours has nothing more to end). The lease itself,
+  // holding no key now, expires on its own (its revoke would be a second
+  // request).
+  Result<bool> end_lease(const LeaseEnd& e) override {
+    const std::string what = "etcd end lease " + e.lock.str() + " at " + shown_;
+    const auto t = parse_token(e.token);
+    if (!t) return fail(Errc::invalid, what + ": not a lock token of this store");
+    if (e.lease_data.size() > kMaxDocumentSize) {
+      return fail(Errc::invalid, what + ": the lease document is larger than 1 MiB");
+    }
+    const std::string lock = lock_key(e.lock);
+    const json body = {
+        {"compare", json::array({compare_create(lock, t->revision)})},
+        {"success", json::array({delete_op(doc_key(e.record)),
+                                 put_op(doc_key(e.lease), e.lease_data), delete_op(lock)})},
+        {"failure", json::array({delete_op(doc_key(e.record))})}};
+    auto reply = call(what, "/v3/kv/txn", body, kMaxSmallReply);
+    if (!reply) return std::unexpected(reply.error());
+    return true;
+  }
+
  private:
   struct Reply {
     json body;
@@ -379,6 +536,159 @@ class EtcdStore final : public Store {
     std::optional<json> kv;     // the failure branch's range: the key as it is
     bool maybe_applied = false;
   };
+
+  // A lock taken: the grant, and what the transaction that took it read of
+  // `also_read` (nullopt inside: absent), when it was read with it (not
+  // when the lock was found taken by our own earlier attempt).
+  struct Taken {
+    LockGrant grant;
+    std::optional<std::optional<json>> also_read;
+  };
+
+  // The lease grant, then one transaction: the lock key put with the lease
+  // when it is absent (and `also_read` read), else the key read to name
+  // its holder.
+  Result<Taken> take_lock(const Key& key, Duration ttl, std::string_view owner,
+                          const std::string* also_read) {
+    const std::string what = "etcd lock " + key.str() + " at " + shown_;
+    if (key.empty()) return fail(Errc::invalid, what + ": the root cannot be locked");
+    const auto seconds = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::ceil(std::chrono::duration<double>(ttl).count())));
+    auto granted =
+        call(what + " (lease grant)", "/v3/lease/grant", {{"TTL", seconds}}, kMaxSmallReply);
+    if (!granted) return std::unexpected(granted.error());
+    const auto lease = etcd::int64_field(granted->body, "ID");
+    if (!lease || *lease <= 0) return fail(Errc::malformed, what + ": the grant has no lease ID");
+    // etcd may grant more than asked (its minimum lease TTL).
+    const auto ttl_granted = etcd::int64_field(granted->body, "TTL");
+    const Duration grant =
+        std::chrono::seconds(ttl_granted && *ttl_granted > 0 ? *ttl_granted : seconds);
+
+    const std::string k = lock_key(key);
+    json success = json::array({put_op(k, owner, *lease)});
+    if (also_read) success.push_back(range_op(*also_read));
+    const json body = {{"compare", json::array({compare_create_absent(k)})},
+                       {"success", std::move(success)},
+                       {"failure", json::array({range_op(k)})}};
+    auto reply = call(what, "/v3/kv/txn", body, kMaxDocumentReply);
+    if (!reply) {
+      revoke_quietly(*lease);
+      return std::unexpected(reply.error());
+    }
+    // The epoch: the revision of the lock's put, greater than every
+    // earlier lock's of the key.
+    auto taken = [&](std::int64_t revision) {
+      return Taken{.grant =
+                       LockGrant{.token = std::to_string(*lease) + ":" + std::to_string(revision),
+                                 .epoch = static_cast<std::uint64_t>(revision),
+                                 .granted = grant}};
+    };
+    if (reply->body.value("succeeded", false)) {
+      auto revision = revision_of(reply->body, what);
+      if (!revision) return std::unexpected(revision.error());
+      Taken out = taken(*etcd::parse_revision(*revision));
+      if (also_read) {
+        const json* range = txn_range(reply->body, 1, 2);
+        if (range == nullptr) {
+          revoke_quietly(*lease);
+          return fail(Errc::malformed, what + ": the reply does not hold the document read");
+        }
+        auto kv = first_kv(*range, what);
+        if (!kv) {
+          revoke_quietly(*lease);
+          return std::unexpected(kv.error());
+        }
+        out.also_read = std::move(*kv);
+      }
+      return out;
+    }
+    auto kv = failed_range(reply->body, what);
+    if (!kv) return std::unexpected(kv.error());
+    if (*kv) {
+      const auto holder_lease = etcd::int64_field(**kv, "lease");
+      if (holder_lease && *holder_lease == *lease) {  // our earlier attempt took it
+        const auto created = etcd::int64_field(**kv, "create_revision");
+        if (created && *created > 0) return taken(*created);
+      }
+    }
+    revoke_quietly(*lease);
+    std::string holder;
+    if (*kv) {
+      if (auto doc = document(**kv, what); doc) holder = printable(doc->data);
+    }
+    return fail(Errc::locked, what + ": held by another owner" +
+                                  (holder.empty() ? std::string() : " (" + holder + ")"));
+  }
+
+  // One keep-alive of `lease`: the TTL it has again; Errc::not_found when it
+  // had expired.
+  Result<std::int64_t> keep_alive(std::int64_t lease, const std::string& what) {
+    auto kept = call(what + " (lease keep-alive)", "/v3/lease/keepalive",
+                     {{"ID", std::to_string(lease)}}, kMaxSmallReply);
+    if (!kept) return std::unexpected(kept.error());
+    const auto result = kept->body.find("result");
+    const auto remaining = result != kept->body.end() ? etcd::int64_field(*result, "TTL")
+                                                      : std::optional<std::int64_t>{};
+    if (!remaining) return fail(Errc::malformed, what + ": the keep-alive reply has no result");
+    if (*remaining <= 0) return fail(Errc::not_found, what + ": the lease has expired");
+    return *remaining;
+  }
+
+  // The failure branch's range of a transaction that did not succeed: the
+  // key as it is (nullopt: absent).
+  static Result<std::optional<json>> failed_range(const json& body, const std::string& what) {
+    const json* range = txn_range(body, 0, 0);
+    if (range == nullptr) return fail(Errc::malformed, what + ": the failed txn returned no range");
+    return first_kv(*range, what);
+  }
+
+  // The range answer at `index` of a transaction's reply, which must hold
+  // `count` answers (0: any number); nullptr when it does not.
+  static const json* txn_range(const json& body, std::size_t index, std::size_t count) {
+    const auto responses = body.find("responses");
+    if (responses == body.end() || !responses->is_array() || responses->size() <= index ||
+        (count != 0 && responses->size() != count)) {
+      return nullptr;
+    }
+    const json& response = (*responses)[index];
+    const auto range = response.is_object() ? response.find("response_range") : response.end();
+    return range != response.end() && range->is_object() ? &*range : nullptr;
+  }
+
+  // A kv's key, decoded; nullopt when it has none that decodes.
+  static std::optional<std::string> kv_key(const json& kv) {
+    const auto k = kv.is_object() ? kv.find("key") : kv.end();
+    if (k == kv.end() || !k->is_string()) return std::nullopt;
+    return etcd::base64_decode(k->get_ref<const std::string&>());
+  }
+
+  // The kvs of a range reply over every key under `start` (a prefix ending
+  // in '/'), each with its key as a Key under the store's prefix; malformed
+  // when one lies outside the range or cannot be a key.
+  Result<std::vector<std::pair<Key, const json*>>> listed_kvs(const json& range,
+                                                              const std::string& start,
+                                                              const std::string& what) const {
+    std::vector<std::pair<Key, const json*>> out;
+    const auto kvs = range.find("kvs");
+    if (kvs == range.end()) return out;
+    if (!kvs->is_array()) return fail(Errc::malformed, what + ": kvs is not an array");
+    const std::size_t root = options_.prefix.size() + 1;
+    out.reserve(kvs->size());
+    for (const auto& kv : *kvs) {
+      const auto raw = kv_key(kv);
+      if (!raw || !raw->starts_with(start)) {
+        return fail(Errc::malformed, what + ": the reply holds a key outside the range");
+      }
+      auto key = Key::from_listing(std::string_view(*raw).substr(root));
+      if (!key || key->empty()) {
+        return fail(Errc::malformed,
+                    what + ": etcd key \"" + printable(*raw) +
+                        "\" cannot be a key (an empty or dot segment, or a NUL byte)");
+      }
+      out.emplace_back(std::move(*key), &kv);
+    }
+    return out;
+  }
 
   std::string doc_key(const Key& key) const { return options_.prefix + "/" + key.str(); }
   std::string lock_key(const Key& key) const { return options_.prefix + "#lock/" + key.str(); }
@@ -439,12 +749,7 @@ class EtcdStore final : public Store {
     if (!revision) return std::unexpected(revision.error());
     out.revision = *etcd::parse_revision(*revision);
     if (!out.succeeded) {
-      const auto responses = reply->body.find("responses");
-      if (responses == reply->body.end() || !responses->is_array() || responses->empty() ||
-          !responses->front().is_object() || !responses->front().contains("response_range")) {
-        return fail(Errc::malformed, what + ": the failed txn returned no range");
-      }
-      auto kv = first_kv(responses->front()["response_range"], what);
+      auto kv = failed_range(reply->body, what);
       if (!kv) return std::unexpected(kv.error());
       out.kv = std::move(*kv);
     }
