@@ -22,6 +22,10 @@ struct InstanceEntry {
   // It names a process on this host that is gone (with everything it started
   // that holds its liveness lock): not live, whatever its expiry says.
   bool process_gone = false;
+  // The store proves it was written before this host's current boot, on a
+  // store only this host writes (Document::from_earlier_boot): its writer
+  // died with that boot, so it is not live, readable or not.
+  bool from_earlier_boot = false;
   std::string problem;  // why it is unreadable
 };
 

@@ -50,6 +50,7 @@ nlohmann::ordered_json to_json(const InstanceEntry& entry) {
   out["state"] = r && !r->state.empty() ? nlohmann::ordered_json(r->state) : nullptr;
   out["live"] = entry.live;
   out["process_gone"] = entry.process_gone;
+  out["from_earlier_boot"] = entry.from_earlier_boot;
   out["readable"] = entry.readable;
   out["problem"] = entry.readable ? nullptr : nlohmann::ordered_json(entry.problem);
   return out;
@@ -66,10 +67,12 @@ void print_table(const std::vector<InstanceEntry>& entries, WallTime now) {
         r && r->pid ? std::to_string(*r->pid) : "-",
         r ? seconds_precision(r->started_at) : "-",
         r ? seconds_precision(r->expires_at) + " (" + relative(r->expires_at, now) + ")" : "-",
-        !e.readable      ? "unreadable (live)"
-        : e.live         ? "live"
-        : e.process_gone ? "dead (its process on this host is gone)"
-                         : "expired",
+        !e.readable && e.from_earlier_boot ? "unreadable (dead: written before this boot)"
+        : !e.readable                      ? "unreadable (live)"
+        : e.live                           ? "live"
+        : e.process_gone                   ? "dead (its process on this host is gone)"
+        : e.from_earlier_boot              ? "dead (written before this boot)"
+                                           : "expired",
         e.readable ? "" : e.problem,
     });
   }

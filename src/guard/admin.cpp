@@ -20,16 +20,19 @@ Result<std::vector<InstanceEntry>> list_instances(Store& store, WallTime now) {
     if (!doc && doc.error().code == Errc::not_found) continue;  // gone since the listing
     InstanceEntry entry;
     entry.key = key;
+    entry.from_earlier_boot = doc && doc->from_earlier_boot;
     auto record = doc ? decode_record(doc->data) : std::unexpected(doc.error());
     if (record) {
       entry.readable = true;
       // As a claim judges it: a process on this host that is gone holds
       // nothing, whatever its record's expiry says.
       entry.process_gone = detail::gone_from_this_host(here, *record);
-      entry.live = record->live_at(now) && !entry.process_gone;
+      entry.live = record->live_at(now) && !entry.process_gone && !entry.from_earlier_boot;
       entry.record = std::move(*record);
     } else {
-      entry.live = true;  // unreadable counts as live, as in the claim
+      // Unreadable counts as live, as in the claim, unless a crash before
+      // this boot cut its write short.
+      entry.live = !entry.from_earlier_boot;
       entry.problem = record.error().message;
     }
     entries.push_back(std::move(entry));
@@ -93,7 +96,8 @@ Result<Released> release_instance(Store& store, std::string_view id, WallTime no
                                               record.error().message +
                                               "); remove it with --force if you are sure");
     }
-    if (record->live_at(now) && !detail::gone_from_this_host(detail::this_process(), *record)) {
+    if (record->live_at(now) && !doc->from_earlier_boot &&
+        !detail::gone_from_this_host(detail::this_process(), *record)) {
       return fail(Errc::another_instance,
                   "the record of " + std::string(id) + " is live until " +
                       format_rfc3339(record->expires_at) +

@@ -15,6 +15,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "instance/admin.hpp"
 #include "instance/guard.hpp"
 #include "instance/stores/directory.hpp"
 #include "instance/testing.hpp"
@@ -162,6 +163,14 @@ class DirectoryLightClaimTest : public DirectoryLightTest {
         .value()
         .claim();
   }
+  // A record the holder wrote under the last boot, live for another 30 s.
+  void write_record_of_last_boot() {
+    ASSERT_TRUE(open(false, "boot-a")
+                    ->replace(key("instances/before"),
+                              R"({"id":"before","started_at":")" + format_rfc3339(clock->wall()) +
+                                  R"(","expires_at":")" + format_rfc3339(clock->wall() + 30s) +
+                                  R"(","host":"host","pid":4242,"boot_id":"boot-a"})"));
+  }
   std::shared_ptr<Store> after_reboot() {
     return open(false, "boot-b", std::chrono::system_clock::now() + 1h);
   }
@@ -180,14 +189,44 @@ TEST_F(DirectoryLightClaimTest, ARecordACrashCutShortKeepsNobodyOutAndStays) {
   }
 }
 
+// status and release judge them as the claim does: a record written before
+// this boot is dead, readable or not, and release takes a readable one
+// without --force (an unreadable one still needs it: nothing it cannot read
+// is deleted on its say-so).
+TEST_F(DirectoryLightClaimTest, StatusListsRecordsOfAnEarlierBootDeadAndReleaseTakesThem) {
+  write_record_of_last_boot();
+  write_file(root() / "instances" / "crashed", "");
+  auto same_boot = open(false, "boot-b", std::chrono::system_clock::now() - 1h);
+  auto listed = list_instances(*same_boot, clock->wall());
+  ASSERT_TRUE(listed) << listed.error().message;
+  ASSERT_EQ(listed->size(), 2u);
+  for (const InstanceEntry& entry : *listed) {
+    EXPECT_TRUE(entry.live) << entry.key.str() << ": within its boot";
+    EXPECT_FALSE(entry.from_earlier_boot) << entry.key.str();
+  }
+  EXPECT_FALSE(release_instance(*same_boot, "before", clock->wall(), false));
+
+  auto rebooted = after_reboot();
+  listed = list_instances(*rebooted, clock->wall());
+  ASSERT_TRUE(listed) << listed.error().message;
+  ASSERT_EQ(listed->size(), 2u);
+  for (const InstanceEntry& entry : *listed) {
+    EXPECT_FALSE(entry.live) << entry.key.str();
+    EXPECT_TRUE(entry.from_earlier_boot) << entry.key.str();
+  }
+  EXPECT_TRUE((*listed)[0].readable);
+  EXPECT_FALSE((*listed)[1].readable);
+  auto released = release_instance(*rebooted, "before", clock->wall(), false);
+  ASSERT_TRUE(released) << released.error().message;
+  EXPECT_FALSE(fs::exists(root() / "instances" / "before"));
+  EXPECT_FALSE(release_instance(*rebooted, "crashed", clock->wall(), false));
+  EXPECT_TRUE(fs::exists(root() / "instances" / "crashed"));
+}
+
 TEST_F(DirectoryLightClaimTest, ALiveLookingRecordOfAnEarlierBootIsDeadAndRemoved) {
   // The holder crashed with the host a moment ago: its record says it is
   // live for another 30 s, but it was written before this boot.
-  ASSERT_TRUE(open(false, "boot-a")
-                  ->replace(key("instances/before"),
-                            R"({"id":"before","started_at":")" + format_rfc3339(clock->wall()) +
-                                R"(","expires_at":")" + format_rfc3339(clock->wall() + 30s) +
-                                R"(","host":"host","pid":4242,"boot_id":"boot-a"})"));
+  write_record_of_last_boot();
   auto refused =
       claim(open(false, "boot-b", std::chrono::system_clock::now() - 1h), Mode::exclusive);
   ASSERT_FALSE(refused) << "within this boot the record is live";
