@@ -108,17 +108,19 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   // Tenure history (instance/history.hpp), with options->history: our
   // tenure's key (none when its write was never tried), the document as
   // written, the records of dead holders the claim found, and the task that
-  // closes their tenures and prunes the history after the claim.
-  // history_mu guards tenure_key and tenure, and is held across their
-  // writes: the end of a claim lost while its opening write is still under
-  // way lands after it, never under it.
+  // writes our tenure, closes theirs and prunes the history after the claim.
+  // history_mu guards tenure_key, tenure and tenure_unwritten, and is held
+  // across their writes: the end of a claim lost while its opening write is
+  // still under way lands after it, never under it, and an end written
+  // before the opening write ran makes that write moot.
   std::mutex history_mu;
   std::optional<Key> tenure_key;
   Tenure tenure;
+  bool tenure_unwritten = false;  // opened, its write left to the upkeep
   std::vector<DeadRecord> dead;
   // The records the claim proved stale, removed after it was granted.
   std::vector<StaleRecord> stale;
-  TaskId housekeeping = 0;  // the upkeep after the claim: stale records, then the history
+  TaskId housekeeping = 0;  // the upkeep after the claim: our tenure, stale records, the history
   // Held while the upkeep runs, so a stand-down waits for one in flight
   // rather than returning (and the process exiting) halfway through it.
   std::mutex upkeep_mu;
@@ -138,15 +140,19 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   MonoTime deadline_after(MonoTime since) const { return since + window() - *options->max_skew; }
 
   void start(MonoTime acquired_since) {  // requires mu
-    schedule_renewal();
+    schedule_renewal(period());
     if (protocol->detects_loss()) arm_fence(deadline_after(acquired_since));
   }
 
-  void schedule_renewal() {  // requires mu
-    renewal = options->scheduler->schedule(period(), [weak = weak_from_this()] {
+  // The next renewal, `delay` from now (a period after the claim).
+  void schedule_renewal(Duration delay) {  // requires mu
+    renewal = options->scheduler->schedule(delay, [weak = weak_from_this()] {
       if (auto self_ptr = weak.lock()) self_ptr->renew();
     });
   }
+
+  // The next renewal's delay after one that took `took` (requires mu).
+  Duration next_renewal(Duration took) const { return std::max(Duration::zero(), period() - took); }
 
   void arm_fence(MonoTime at) {  // requires mu
     options->scheduler->cancel(fence);
@@ -201,6 +207,11 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     const Renewal r = protocol->renew(context(), work);
 
     std::unique_lock lock(mu);
+    // Renewals start a period apart however long one took (at once after
+    // one that took longer): a failed attempt that spent a whole request
+    // timeout on a store that did not answer still leaves the retries
+    // before the self-fencing deadline that a quick failure leaves.
+    const Duration took = options->clock->monotonic() - started;
     if (status == ClaimStatus::lost) {  // fenced while the store was busy
       lock.unlock();
       withdraw_record();
@@ -232,16 +243,17 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
         }
         break;
       case Renewal::failed:
-        log().warn(
-            "renewal failed; retrying next period",
-            {{"id", id}, {"error", r.error.message}, {"retry_in", format_duration(period())}});
+        log().warn("renewal failed; retrying next period",
+                   {{"id", id},
+                    {"error", r.error.message},
+                    {"retry_in", format_duration(next_renewal(took))}});
         break;
       case Renewal::lost:
         lose(lock, r.error);
         withdraw_record();
         return;
     }
-    schedule_renewal();
+    schedule_renewal(next_renewal(took));
     if (options->on_renewal) {
       const RenewalReport report{.renewed = r.outcome == Renewal::renewed,
                                  .took = options->clock->monotonic() - started,
@@ -291,8 +303,12 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
 
   // ---- Tenure history -------------------------------------------------------
 
-  // Writes our tenure, open, once the claim is granted; then schedules the
-  // rest of the history's upkeep off the claim path.
+  // Opens our tenure once the claim is granted. Its write, like the rest of
+  // the history's upkeep, is off the claim path (the service starts without
+  // waiting for it): the upkeep writes it first, at once after the claim, or
+  // the stand-down does when the claim ends before the upkeep ran. A process
+  // killed in between leaves no tenure, only its record, which a successor
+  // finds dead like any other.
   void open_tenure(std::vector<DeadRecord> found_dead) {
     Holding now_held;
     {
@@ -314,7 +330,7 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
                     .claimed_at = options->clock->wall(),
                     .max_skew = *options->max_skew};
     tenure_key = *k;
-    write_tenure("the claim's tenure");
+    tenure_unwritten = true;
     history_lock.unlock();
     dead = std::move(found_dead);
   }
@@ -333,12 +349,17 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     });
   }
 
-  // Once per claim, after it was granted: removes the records the claim
-  // proved stale, each only if it is still the version judged (a record its
-  // owner rewrote meanwhile stays), then keeps the history.
+  // Once per claim, after it was granted: writes our tenure, removes the
+  // records the claim proved stale, each only if it is still the version
+  // judged (a record its owner rewrote meanwhile stays), then keeps the
+  // history.
   void upkeep() {
     std::lock_guard once(upkeep_mu);
     if (std::exchange(housekept, true)) return;
+    {
+      std::lock_guard history_lock(history_mu);
+      if (std::exchange(tenure_unwritten, false)) write_tenure("the claim's tenure");
+    }
     std::sort(stale.begin(), stale.end(),
               [](const StaleRecord& a, const StaleRecord& b) { return a.key < b.key; });
     for (std::size_t i = 0; i < stale.size(); ++i) {
@@ -368,6 +389,7 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   void close_tenure(std::string end, std::string reason, WallTime at) {
     std::lock_guard history_lock(history_mu);
     if (!tenure_key) return;
+    tenure_unwritten = false;  // this write opens and closes it at once
     tenure.ended_at = std::max(at, tenure.claimed_at);
     tenure.end = std::move(end);
     tenure.reason = std::move(reason);
@@ -448,6 +470,10 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     // waited for when it is under way, so that it is never cut off by the
     // process exiting (a dead holder's tenure left open, a stale record left).
     options->scheduler->cancel(housekeeping);
+    {
+      std::lock_guard history_lock(history_mu);
+      tenure_unwritten = false;  // close_tenure() below writes it, opened and closed
+    }
     upkeep();
     close_tenure("stood_down", "", ended);
     if (!released) {

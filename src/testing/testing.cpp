@@ -76,7 +76,8 @@ void ManualScheduler::advance(Duration d) {
     }
     clock_->advance(next - clock_->monotonic());
   }
-  clock_->advance(end - clock_->monotonic());
+  // A task may have moved the clock past `end` itself: never back.
+  if (const MonoTime now = clock_->monotonic(); now < end) clock_->advance(end - now);
   run_due();
 }
 

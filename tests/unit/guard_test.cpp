@@ -255,6 +255,37 @@ TEST_F(GuardTest, AFailedRenewalIsLoggedAndRetriedNextPeriod) {
   EXPECT_GT(stored("me").expires_at, first_expiry);
 }
 
+TEST_F(GuardTest, RenewalsStartAPeriodApartHoweverLongOneTook) {
+  auto c = claim("me", 30s);
+  scheduler->advance(0s);  // the upkeep after the claim (its tenure's write)
+  int writes = 0;
+  // Each write spends 4 s before it fails, as one to a store that does not
+  // answer within a request timeout.
+  store->fail_on(Op::replace, Errc::timeout, [&](const Key&) {
+    ++writes;
+    clock->advance(4s);
+    return true;
+  });
+  scheduler->advance(10s);  // the renewal starts at 10 s and fails at 14 s
+  EXPECT_EQ(writes, 1);
+  EXPECT_TRUE(logger->contains("renewal failed; retrying next period"));
+  EXPECT_EQ(scheduler->next_due(), std::optional<Duration>(6s))
+      << "the retry is due a period after the failed renewal started, not after it ended";
+  store->heal();
+  scheduler->advance(6s);
+  EXPECT_EQ(writes, 1);
+  EXPECT_EQ(stored("me").expires_at, clock->wall() + 30s) << "renewed at 20 s";
+  // One that took longer than a period is retried at once.
+  store->fail_on(Op::replace, Errc::timeout, [&](const Key&) {
+    ++writes;
+    clock->advance(writes == 2 ? 11s : 0s);
+    return writes == 2;
+  });
+  scheduler->advance(10s);  // starts at 30 s, fails at 41 s, retried then
+  EXPECT_EQ(writes, 3);
+  EXPECT_EQ(stored("me").expires_at, clock->wall() + 30s);
+}
+
 TEST_F(GuardTest, OnRenewalReportsEachRenewalAndASuccessOnlyOnceTheDeadlineMoved) {
   int renewed = 0;
   int failed = 0;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "instance/guard.hpp"
+#include "instance/stores/counting.hpp"
 #include "instance/stores/memory.hpp"
 #include "instance/testing.hpp"
 #include "support/test_support.hpp"
@@ -187,13 +188,17 @@ class GuardHistory : public ::testing::Test {
   }
 };
 
-TEST_F(GuardHistory, AClaimOpensItsTenureAndItsStandDownClosesIt) {
+// The tenure's opening write is off the claim path: the upkeep after the
+// claim writes it, so the claim itself costs no history write.
+TEST_F(GuardHistory, AClaimOpensItsTenureAfterItIsGrantedAndItsStandDownClosesIt) {
   for (Mode mode : {Mode::announce, Mode::verify, Mode::exclusive}) {
     SCOPED_TRACE(std::string(to_string(mode)));
     const auto left = read_history(*store).value();
     for (const auto& e : left) (void)store->remove(e.key);
     const WallTime before = clock->wall();
     auto a = claim(options("a", mode));
+    EXPECT_TRUE(tenures().empty()) << "written on the claim's path";
+    scheduler->advance(0s);  // the upkeep after the claim
     auto open = tenures();
     ASSERT_EQ(open.size(), 1u);
     EXPECT_EQ(open[0].id, "a");
@@ -212,6 +217,24 @@ TEST_F(GuardHistory, AClaimOpensItsTenureAndItsStandDownClosesIt) {
     EXPECT_EQ(closed[0].end, "stood_down");
     EXPECT_EQ(closed[0].ended_at, clock->wall());
   }
+}
+
+// A claim that ends before its upkeep ran writes its tenure once, at the
+// stand-down, opened and closed.
+TEST_F(GuardHistory, AClaimEndedBeforeItsUpkeepWritesItsTenureOnceAtTheStandDown) {
+  auto counted = make_counting_store(store);
+  auto a = Guard::create(counted, options("a")).value().claim().value();
+  clock->advance(2s);
+  const auto before = counted->counts();
+  ASSERT_TRUE(a.stand_down());
+  const auto after = counted->counts();
+  auto t = tenures();
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].end, "stood_down");
+  EXPECT_EQ(*t[0].ended_at - t[0].claimed_at, Duration(2s));
+  // exclusive on memory: the lease marked released and the record removed
+  // (plus the unlock), the history listed, and one tenure write.
+  EXPECT_EQ(after.writes() - before.writes(), 2u) << after.str();
 }
 
 TEST_F(GuardHistory, ALostClaimClosesItsTenureAsLostWithTheReason) {
