@@ -4,6 +4,8 @@
 #include <poll.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <functional>
 #include <memory>
 
 #include "instance/sdk/attempts.hpp"
@@ -77,6 +79,7 @@ Connection::~Connection() { drop(); }
 void Connection::drop() noexcept {
   if (conn_ != nullptr) PQfinish(conn_);
   conn_ = nullptr;
+  statements_.clear();  // the server session that knew them is gone
 }
 
 int Connection::socket() const noexcept { return conn_ != nullptr ? PQsocket(conn_) : -1; }
@@ -171,11 +174,71 @@ Outcome Connection::run(const char* sql, std::span<const Param> params, SteadyTi
     lengths.push_back(static_cast<int>(p.bytes.size()));
     formats.push_back(1);
   }
-  if (PQsendQueryParams(conn_, sql, static_cast<int>(params.size()), oids.data(), values.data(),
-                        lengths.data(), formats.data(), 1) == 0) {
+  const int n = static_cast<int>(params.size());
+  auto unnamed = [&] {
+    if (PQsendQueryParams(conn_, sql, n, oids.data(), values.data(), lengths.data(), formats.data(),
+                          1) == 0) {
+      return broken(one_line(PQerrorMessage(conn_)), false);
+    }
+    return collect(deadline);
+  };
+  if (!preparing_) return unnamed();
+  Statement& statement = statements_[sql];
+  if (statement.name.empty() && ++statement.runs >= 2) {
+    const std::string name = prepared_name(sql);
+    Outcome failed;
+    // (A failed prepare may have cleared statements_: `statement` is only
+    // used again after a success.)
+    if (!prepare(name, sql, oids, deadline, failed)) {
+      if (failed.kind != Outcome::ok) return failed;  // broke or timed out first: nothing ran
+      return unnamed();
+    }
+    statement.name = name;
+  }
+  if (statement.name.empty()) return unnamed();
+  if (PQsendQueryPrepared(conn_, statement.name.c_str(), n, values.data(), lengths.data(),
+                          formats.data(), 1) == 0) {
     return broken(one_line(PQerrorMessage(conn_)), false);
   }
-  return collect(deadline);
+  Outcome out = collect(deadline);
+  if (out.kind == Outcome::sql_error && out.sqlstate == "26000") {
+    // "prepared statement does not exist": this session is not the one we
+    // prepared it on (a pooler in transaction mode). Nothing ran; from now
+    // on every statement goes unnamed on this connection.
+    preparing_ = false;
+    statements_.clear();
+    return unnamed();
+  }
+  return out;
+}
+
+// A hash of the text (and its length), so that two processes whose pooler
+// hands them one server session agree on what a name means.
+std::string prepared_name(std::string_view sql) {
+  char name[48];
+  std::snprintf(name, sizeof name, "ig_%016zx_%zu", std::hash<std::string_view>{}(sql), sql.size());
+  return name;
+}
+
+bool Connection::prepare(const std::string& name, const char* sql, std::span<const unsigned> oids,
+                         SteadyTime deadline, Outcome& failed) {
+  if (PQsendPrepare(conn_, name.c_str(), sql, static_cast<int>(oids.size()), oids.data()) == 0) {
+    failed = broken(one_line(PQerrorMessage(conn_)), false);
+    return false;
+  }
+  Outcome out = collect(deadline);
+  out.sent = false;  // a Parse runs nothing
+  if (out.kind == Outcome::ok) return true;
+  // 42P05: already prepared in this session under that name, which is that
+  // text's (another client's, behind a pooler).
+  if (out.kind == Outcome::sql_error && out.sqlstate == "42P05") return true;
+  if (out.kind == Outcome::sql_error) {
+    preparing_ = false;  // refused: the statement runs unnamed, as it always could
+    statements_.clear();
+    return false;
+  }
+  failed = std::move(out);
+  return false;
 }
 
 Outcome Connection::run_simple(const char* sql, SteadyTime deadline) {

@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -64,7 +65,15 @@ class Connection {
   // libpq's message; every other failure is transport or timeout.
   Outcome connect(SteadyTime deadline);
 
-  // Runs one statement with parameters.
+  // Runs one statement with parameters. A statement run a second time on
+  // this connection is prepared then (once, one round trip) and from then on
+  // runs without being parsed again (and, once the server settles on a
+  // generic plan, planned again); the first run sends it unnamed, so a
+  // statement run once costs no extra round trip. Names come from the
+  // statement's text, so behind a pooler that shares server connections
+  // one name is one statement. A server that does not keep what was
+  // prepared (a pooler in transaction mode) turns it off for this
+  // connection.
   Outcome run(const char* sql, std::span<const Param> params, SteadyTime deadline);
   // Runs a parameterless string of several statements (a simple query).
   Outcome run_simple(const char* sql, SteadyTime deadline);
@@ -83,11 +92,28 @@ class Connection {
  private:
   Outcome collect(SteadyTime deadline);
   Outcome broken(std::string why, bool sent);
+  // Prepares `sql` as `name`: true when it is (or already was) known to the
+  // server; false with `failed` set when the attempt broke or timed out (the
+  // statement has not run), or with `failed` ok when the server refused
+  // (preparing is then off for this connection).
+  bool prepare(const std::string& name, const char* sql, std::span<const unsigned> oids,
+               SteadyTime deadline, Outcome& failed);
 
   std::vector<std::pair<std::string, std::string>> params_;
   std::string password_;
   pg_conn* conn_ = nullptr;
+  // Per server session (cleared when the connection drops): each
+  // statement's runs, and the name it was prepared under once it was.
+  struct Statement {
+    int runs = 0;
+    std::string name;
+  };
+  std::unordered_map<std::string, Statement> statements_;
+  bool preparing_ = true;
 };
+
+// The name a statement is prepared under: from its text alone.
+std::string prepared_name(std::string_view sql);
 
 // SQLSTATE -> the store's error code.
 Errc map_sqlstate(std::string_view sqlstate);
