@@ -297,11 +297,13 @@ class INSTANCE_EXPORT Store {
   // the wait failed, and the caller polls too. Sends no write. The
   // directory store blocks on the lock file's OFD lock; Redis subscribes to
   // the channel its unlock and remove scripts publish on; PostgreSQL
-  // LISTENs for the NOTIFY of its unlock and remove statements. Each checks
-  // once, after it starts listening, that the key is still held or present
-  // (true at once when not), so a change just before the wait is not
-  // missed. A lock that expires on a server wakes nobody: the caller's poll
-  // covers it.
+  // LISTENs for the NOTIFY of its unlock and remove statements; etcd
+  // watches the key from the revision it read it at. Each checks once,
+  // after it starts listening (etcd: before, and watches from that read),
+  // that the key is still held or present (true at once when not), so a
+  // change just before the wait is not missed. A lock that expires on
+  // Redis or PostgreSQL wakes nobody (on etcd its key's deletion does): the
+  // caller's poll covers it.
   virtual Result<bool> await_change(const Key& key, Duration timeout, std::stop_token stop);
   // exclusive mode's lease under the store's lock, each as one operation
   // (in one request with capabilities().atomic_lease).

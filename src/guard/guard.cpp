@@ -790,7 +790,7 @@ std::expected<Claim, ClaimError> Guard::claim_waiting(const WaitOptions& wait,
     if (wait.timeout > Duration{0}) nap = std::min(nap, wait.timeout - waited);
     // Where the store can tell, wait for the key that refused us to change
     // (the directory store: the kernel wakes us as the holder's lock goes;
-    // Redis and PostgreSQL: the release's PUBLISH or NOTIFY),
+    // Redis and PostgreSQL: the release's PUBLISH or NOTIFY; etcd: a watch),
     // for at most this nap, so a missed change costs one poll. Two wake-ups
     // in a row that did not end in a claim (the lock came free, but a
     // record or another waiter still refused us) fall back to the poll:

@@ -34,11 +34,22 @@ std::string_view trim(std::string_view text) {
 struct Capture {
   Response* response;
   std::size_t max_body;
+  const std::function<bool(std::string_view)>* on_data;  // Request::on_data, when set
+  CURL* handle;
 };
 
 std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
   auto* capture = static_cast<Capture*>(user);
   const std::size_t n = size * count;
+  if (capture->on_data != nullptr) {
+    long status = 0;
+    curl_easy_getinfo(capture->handle, CURLINFO_RESPONSE_CODE, &status);
+    if (status == 200) {
+      if ((*capture->on_data)(std::string_view(data, n))) return n;
+      capture->response->stopped = true;
+      return 0;  // stops the transfer: CURLE_WRITE_ERROR
+    }
+  }
   auto& body = capture->response->body;
   if (body.size() + n > capture->max_body) {
     capture->response->body_too_large = true;
@@ -186,7 +197,8 @@ Response Client::perform(const Request& request) {
 }
 
 long Client::perform_once(const Request& request, Response& response) {
-  Capture capture{&response, request.max_body};
+  Capture capture{&response, request.max_body, request.on_data ? &request.on_data : nullptr,
+                  handle_.get()};
   char error_buffer[CURL_ERROR_SIZE] = {};
 
   std::unique_ptr<curl_slist, SlistDeleter> headers;

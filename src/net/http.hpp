@@ -37,6 +37,7 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -81,6 +82,12 @@ struct Request {
   bool has_body = false;
   std::size_t max_body = 0;                  // answer bodies past this abort the transfer
   std::chrono::milliseconds timeout{15000};  // the whole transfer
+  // A streamed answer (etcd's watch): when set, each piece of a 200
+  // answer's body is handed here as it arrives instead of being kept in
+  // Response::body (other answers are kept, under max_body); returning
+  // false ends the transfer at once (Response::stopped). A transfer that
+  // ends at `timeout` is then the caller's normal end, not an error of its.
+  std::function<bool(std::string_view)> on_data;
 };
 
 struct Response {
@@ -89,6 +96,7 @@ struct Response {
   long status = 0;           // 0 when no answer arrived
   std::string body;
   bool body_too_large = false;  // the body cap stopped the transfer (CURLE_WRITE_ERROR)
+  bool stopped = false;         // Request::on_data ended it (CURLE_WRITE_ERROR)
   // The final answer's headers, names as sent, values trimmed.
   std::vector<std::pair<std::string, std::string>> headers;
   long new_connections = 0;  // connections libcurl opened for this request

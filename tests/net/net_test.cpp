@@ -13,6 +13,7 @@
 #include "instance/testing.hpp"
 #include "net/errors.hpp"
 #include "net/http.hpp"
+#include "support/http_server.hpp"
 
 namespace instance::net {
 namespace {
@@ -230,6 +231,43 @@ TEST(NetClient, AClosedPortIsATransportErrorARetryMayCure) {
   const Error e = make_error("get x at " + url, r);
   EXPECT_EQ(e.code, Errc::unavailable);
   EXPECT_TRUE(e.message.starts_with("get x at " + url + ": no reply (")) << e.message;
+}
+
+// Request::on_data (etcd's watch): a 200 answer's body goes to the callback
+// as it arrives, which may end the transfer; another answer is kept as ever.
+TEST(NetClient, AStreamedAnswerGoesToItsCallbackWhichMayEndIt) {
+  testing::HttpServer server("stream", [](const testing::HttpRequest& request) {
+    testing::HttpReply reply;
+    if (request.target == "/missing") reply.status = 404;
+    reply.body = request.target == "/missing" ? "no such thing" : "one\ntwo\nthree\n";
+    return reply;
+  });
+  auto client = Client::create({}).value();
+  std::string seen;
+  Request request{.url = server.url() + "/stream", .max_body = 1024, .timeout = 5s};
+  request.on_data = [&](std::string_view chunk) {
+    seen.append(chunk);
+    return true;
+  };
+  Response r = client->perform(request);
+  EXPECT_TRUE(r.success()) << r.curl_message;
+  EXPECT_EQ(seen, "one\ntwo\nthree\n");
+  EXPECT_TRUE(r.body.empty());
+  EXPECT_FALSE(r.stopped);
+
+  request.on_data = [&](std::string_view) { return false; };
+  r = client->perform(request);
+  EXPECT_EQ(r.curl, CURLE_WRITE_ERROR);
+  EXPECT_TRUE(r.stopped);
+  EXPECT_FALSE(r.body_too_large);
+
+  int calls = 0;
+  request.url = server.url() + "/missing";
+  request.on_data = [&](std::string_view) { return ++calls > 0; };
+  r = client->perform(request);
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body, "no such thing");
+  EXPECT_EQ(calls, 0);
 }
 
 TEST(NetClient, RefusesSchemesOtherThanHttp) {

@@ -29,6 +29,10 @@ constexpr std::size_t kMaxListReply = std::size_t{64} << 20;     // keys only
 constexpr std::size_t kMaxSmallReply = std::size_t{1} << 20;     // leases, deletes, auth
 // Range requests per transaction in get_many (etcd's --max-txn-ops: 128).
 constexpr std::size_t kMaxTxnReads = 64;
+// A watch's longest wait in one request (await_change): how soon it sees a stop.
+constexpr Duration kWatchSlice = std::chrono::milliseconds(200);
+// The shortest watch worth opening.
+constexpr Duration kWatchFloor = std::chrono::milliseconds(50);
 
 // A failed request, sorted: the attempt's failure (what to tell, whether a
 // retry may cure it, whether the server may have carried it out anyway) and
@@ -156,9 +160,11 @@ json delete_op(const std::string& key) {
 
 class EtcdStore final : public Store {
  public:
-  EtcdStore(EtcdStoreOptions options, std::unique_ptr<net::Client> http, std::string shown)
+  EtcdStore(EtcdStoreOptions options, std::unique_ptr<net::Client> http,
+            std::unique_ptr<net::Client> watch_http, std::string shown)
       : options_(std::move(options)),
         http_(std::move(http)),
+        watch_http_(std::move(watch_http)),
         shown_(std::move(shown)),
         timeouts_({.retry_deadline = options_.retry_deadline,
                    .request_timeout = options_.request_timeout,
@@ -363,6 +369,55 @@ class EtcdStore final : public Store {
       return fail(Errc::locked, what + ": the lock now belongs to another lease");
     }
     return Duration(std::chrono::seconds(*remaining));
+  }
+
+  // --wait's hand-over (Store::await_change). One transaction reads the
+  // lock key and the document at `key` (keys only) and the revision; with
+  // neither there, true at once. Otherwise a watch on the one present, from
+  // the next revision, wakes us on its first event (the lock key deleted by
+  // an unlock, a stand-down or the lease's expiry; the document removed or
+  // rewritten), so a change between the read and the watch is never
+  // missed. The watch runs on a client of its own, in slices of at most
+  // kWatchSlice (each a new watch from the same revision), so a stop is
+  // seen within one slice; a watch that fails is the error (the caller
+  // polls).
+  Result<bool> await_change(const Key& key, Duration timeout, std::stop_token stop) override {
+    const std::string what = "etcd wait for a change of " + key.str() + " at " + shown_;
+    if (key.empty()) return fail(Errc::invalid, what + ": the root key is not waited for");
+    const std::string lock = lock_key(key);
+    const std::string doc = doc_key(key);
+    auto keys_only = [](const std::string& k) {
+      return json{{"request_range", {{"key", etcd::base64_encode(k)}, {"keys_only", true}}}};
+    };
+    const json body = {{"success", json::array({keys_only(lock), keys_only(doc)})}};
+    auto reply = call(what, "/v3/kv/txn", body, kMaxSmallReply);
+    if (!reply) return std::unexpected(reply.error());
+    auto revision = revision_of(reply->body, what);
+    if (!revision) return std::unexpected(revision.error());
+    const bool ran = reply->body.value("succeeded", false);
+    const json* lock_range = ran ? txn_range(reply->body, 0, 2) : nullptr;
+    const json* doc_range = ran ? txn_range(reply->body, 1, 2) : nullptr;
+    if (lock_range == nullptr || doc_range == nullptr) {
+      return fail(Errc::malformed, what + ": the reply does not hold the two ranges read");
+    }
+    auto held = first_kv(*lock_range, what);
+    if (!held) return std::unexpected(held.error());
+    auto present = first_kv(*doc_range, what);
+    if (!present) return std::unexpected(present.error());
+    if (!*held && !*present) return true;
+    const std::string& watched = *held ? lock : doc;
+    const std::int64_t from = *etcd::parse_revision(*revision) + 1;
+    const MonoTime until = options_.clock->monotonic() + timeout;
+    while (!stop.stop_requested()) {
+      // Too little left to open a watch in: the wait is over (early by
+      // less than kWatchFloor; the caller then claims or waits again).
+      const Duration left = until - options_.clock->monotonic();
+      if (left < kWatchFloor) return false;
+      auto event = watch(watched, from, std::min<Duration>(left, kWatchSlice), what);
+      if (!event) return std::unexpected(event.error());
+      if (*event) return true;
+    }
+    return false;
   }
 
   Result<void> unlock(const Key& key, std::string_view token) override {
@@ -877,6 +932,75 @@ class EtcdStore final : public Store {
     return reply;
   }
 
+  // One watch of `watched` from revision `from`, for at most `slice`, on
+  // the endpoint that answered last: true on its first event, or when the
+  // server cancelled it (compacted past `from`: something changed); false
+  // when the slice ended without one. The gateway streams one JSON object
+  // per line: first the watch's creation, then one per batch of events.
+  Result<bool> watch(const std::string& watched, std::int64_t from, Duration slice,
+                     const std::string& what) {
+    const std::string& endpoint = options_.endpoints[current_.load() % options_.endpoints.size()];
+    auto auth = authorization(endpoint, timeouts_.get().request_timeout);
+    if (!auth) return std::unexpected(std::move(auth.error().error));
+    const std::string payload =
+        json{{"create_request",
+              {{"key", etcd::base64_encode(watched)}, {"start_revision", std::to_string(from)}}}}
+            .dump();
+    bool changed = false;
+    std::optional<Error> failed;
+    std::string pending;  // the part of a line not ended yet
+    net::Request request{
+        .method = "POST",
+        .url = endpoint + "/v3/watch",
+        .headers = {"Content-Type: application/json"},
+        .body = payload,
+        .has_body = true,
+        .max_body = kMaxSmallReply,
+        .timeout = std::max(std::chrono::milliseconds(1),
+                            std::chrono::duration_cast<std::chrono::milliseconds>(slice))};
+    if (!auth->empty()) request.headers.push_back("Authorization: " + *auth);
+    request.on_data = [&](std::string_view chunk) {
+      pending.append(chunk);
+      for (auto end = pending.find('\n'); end != std::string::npos; end = pending.find('\n')) {
+        const std::string line = pending.substr(0, end);
+        pending.erase(0, end + 1);
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        const json message = json::parse(line, nullptr, false);
+        if (!message.is_object()) {
+          failed = Error{Errc::malformed, what + ": a watch message is not a JSON object"};
+          return false;
+        }
+        if (auto g = stream_error(message)) {
+          failed = Error{etcd::map_grpc(*g), what + ": " + g->message};
+          return false;
+        }
+        const auto result = message.find("result");
+        if (result == message.end() || !result->is_object()) continue;
+        const auto events = result->find("events");
+        if ((events != result->end() && events->is_array() && !events->empty()) ||
+            result->value("canceled", false)) {
+          changed = true;
+          return false;
+        }
+      }
+      if (pending.size() > kMaxSmallReply) {
+        failed = Error{Errc::malformed, what + ": a watch message is larger than 1 MiB"};
+        return false;
+      }
+      return true;
+    };
+    const net::Response reply = watch_http_->perform(request);
+    if (changed) return true;
+    if (failed) return std::unexpected(std::move(*failed));
+    // The slice's end: the stream was quiet, or not even open yet (a member
+    // slow to answer under load: the read just before reached it). A member
+    // that went away meanwhile costs this wait its length, then the claim
+    // finds out.
+    if (reply.curl == CURLE_OPERATION_TIMEDOUT) return false;
+    if (reply.success()) return false;  // the server ended the stream: look again
+    return std::unexpected(classify(reply, what).failure.error);
+  }
+
   // Whether a failure is one another member may not share: no answer at
   // all, or an answer that this member cannot serve the request now (no
   // leader, not the leader, a timeout inside the cluster, a 5xx).
@@ -992,6 +1116,7 @@ class EtcdStore final : public Store {
 
   EtcdStoreOptions options_;
   std::unique_ptr<net::Client> http_;
+  std::unique_ptr<net::Client> watch_http_;  // await_change's watches, beside http_'s requests
   std::string shown_;
   TunedTimeouts timeouts_;           // retry_deadline, request_timeout, max_clock_skew (tune())
   net::ServerDateCheck date_check_;  // warns once about the server's clock
@@ -1076,8 +1201,11 @@ Result<std::shared_ptr<Store>> make_etcd_store(EtcdStoreOptions options) {
   if (!options.clock) options.clock = system_clock();
   auto http = net::Client::create({.tls = tls, .connect_timeout = options.connect_timeout});
   if (!http) return std::unexpected(http.error());
+  auto watch_http = net::Client::create({.tls = tls, .connect_timeout = options.connect_timeout});
+  if (!watch_http) return std::unexpected(watch_http.error());
   std::string shown = (https ? "etcds://" : "etcd://") + authorities + options.prefix;
-  return std::make_shared<EtcdStore>(std::move(options), std::move(*http), std::move(shown));
+  return std::make_shared<EtcdStore>(std::move(options), std::move(*http), std::move(*watch_http),
+                                     std::move(shown));
 }
 
 }  // namespace instance
