@@ -109,14 +109,13 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   // tenure's key (none when its write was never tried), the document as
   // written, the records of dead holders the claim found, and the task that
   // writes our tenure, closes theirs and prunes the history after the claim.
-  // history_mu guards tenure_key, tenure and tenure_unwritten, and is held
-  // across their writes: the end of a claim lost while its opening write is
-  // still under way lands after it, never under it, and an end written
-  // before the opening write ran makes that write moot.
+  // history_mu guards tenure_key and tenure, and is held across their
+  // writes: the end of a claim lost while its opening write is still under
+  // way lands after it, never under it, and an end written before the
+  // upkeep ran (tenure.ended_at set) leaves it no opening write to make.
   std::mutex history_mu;
   std::optional<Key> tenure_key;
   Tenure tenure;
-  bool tenure_unwritten = false;  // opened, its write left to the upkeep
   std::vector<DeadRecord> dead;
   // The records the claim proved stale, removed after it was granted.
   std::vector<StaleRecord> stale;
@@ -330,7 +329,6 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
                     .claimed_at = options->clock->wall(),
                     .max_skew = *options->max_skew};
     tenure_key = *k;
-    tenure_unwritten = true;
     history_lock.unlock();
     dead = std::move(found_dead);
   }
@@ -358,7 +356,7 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     if (std::exchange(housekept, true)) return;
     {
       std::lock_guard history_lock(history_mu);
-      if (std::exchange(tenure_unwritten, false)) write_tenure("the claim's tenure");
+      if (tenure_key && !tenure.ended_at) write_tenure("the claim's tenure");
     }
     std::sort(stale.begin(), stale.end(),
               [](const StaleRecord& a, const StaleRecord& b) { return a.key < b.key; });
@@ -389,7 +387,6 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   void close_tenure(std::string end, std::string reason, WallTime at) {
     std::lock_guard history_lock(history_mu);
     if (!tenure_key) return;
-    tenure_unwritten = false;  // this write opens and closes it at once
     tenure.ended_at = std::max(at, tenure.claimed_at);
     tenure.end = std::move(end);
     tenure.reason = std::move(reason);
@@ -465,17 +462,15 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     if (was != ClaimStatus::held) return {};
     const WallTime ended = options->clock->wall();
     auto released = protocol->release(context(), work);
-    // The upkeep after the claim, after the release, so a successor never
-    // waits for it: run now when it has not started (a short claim), or
-    // waited for when it is under way, so that it is never cut off by the
-    // process exiting (a dead holder's tenure left open, a stale record left).
-    options->scheduler->cancel(housekeeping);
-    {
-      std::lock_guard history_lock(history_mu);
-      tenure_unwritten = false;  // close_tenure() below writes it, opened and closed
-    }
-    upkeep();
+    // Our tenure closed (and so written, opened and closed at once, when
+    // the upkeep has not written it yet), then the upkeep after the claim,
+    // after the release, so a successor never waits for it: run now when it
+    // has not started (a short claim), or waited for when it is under way,
+    // so that it is never cut off by the process exiting (a dead holder's
+    // tenure left open, a stale record left).
     close_tenure("stood_down", "", ended);
+    options->scheduler->cancel(housekeeping);
+    upkeep();
     if (!released) {
       log().warn("stand-down could not release the claim; it expires on its own",
                  {{"id", id},

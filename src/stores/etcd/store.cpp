@@ -144,8 +144,10 @@ json put_op(const std::string& key, std::string_view value, std::int64_t lease =
   return {{"request_put", std::move(put)}};
 }
 
-json range_op(const std::string& key) {
-  return {{"request_range", {{"key", etcd::base64_encode(key)}}}};
+json range_op(const std::string& key, bool keys_only = false) {
+  json range = {{"key", etcd::base64_encode(key)}};
+  if (keys_only) range["keys_only"] = true;
+  return {{"request_range", std::move(range)}};
 }
 
 // Every key that starts with `start`.
@@ -160,11 +162,11 @@ json delete_op(const std::string& key) {
 
 class EtcdStore final : public Store {
  public:
-  EtcdStore(EtcdStoreOptions options, std::unique_ptr<net::Client> http,
-            std::unique_ptr<net::Client> watch_http, std::string shown)
+  EtcdStore(EtcdStoreOptions options, net::ClientOptions client_options,
+            std::unique_ptr<net::Client> http, std::string shown)
       : options_(std::move(options)),
+        client_options_(std::move(client_options)),
         http_(std::move(http)),
-        watch_http_(std::move(watch_http)),
         shown_(std::move(shown)),
         timeouts_({.retry_deadline = options_.retry_deadline,
                    .request_timeout = options_.request_timeout,
@@ -386,10 +388,7 @@ class EtcdStore final : public Store {
     if (key.empty()) return fail(Errc::invalid, what + ": the root key is not waited for");
     const std::string lock = lock_key(key);
     const std::string doc = doc_key(key);
-    auto keys_only = [](const std::string& k) {
-      return json{{"request_range", {{"key", etcd::base64_encode(k)}, {"keys_only", true}}}};
-    };
-    const json body = {{"success", json::array({keys_only(lock), keys_only(doc)})}};
+    const json body = {{"success", json::array({range_op(lock, true), range_op(doc, true)})}};
     auto reply = call(what, "/v3/kv/txn", body, kMaxSmallReply);
     if (!reply) return std::unexpected(reply.error());
     auto revision = revision_of(reply->body, what);
@@ -949,15 +948,13 @@ class EtcdStore final : public Store {
     bool changed = false;
     std::optional<Error> failed;
     std::string pending;  // the part of a line not ended yet
-    net::Request request{
-        .method = "POST",
-        .url = endpoint + "/v3/watch",
-        .headers = {"Content-Type: application/json"},
-        .body = payload,
-        .has_body = true,
-        .max_body = kMaxSmallReply,
-        .timeout = std::max(std::chrono::milliseconds(1),
-                            std::chrono::duration_cast<std::chrono::milliseconds>(slice))};
+    net::Request request{.method = "POST",
+                         .url = endpoint + "/v3/watch",
+                         .headers = {"Content-Type: application/json"},
+                         .body = payload,
+                         .has_body = true,
+                         .max_body = kMaxSmallReply,
+                         .timeout = std::chrono::duration_cast<std::chrono::milliseconds>(slice)};
     if (!auth->empty()) request.headers.push_back("Authorization: " + *auth);
     request.on_data = [&](std::string_view chunk) {
       pending.append(chunk);
@@ -989,7 +986,9 @@ class EtcdStore final : public Store {
       }
       return true;
     };
-    const net::Response reply = watch_http_->perform(request);
+    auto client = watch_client();
+    if (!client) return std::unexpected(client.error());
+    const net::Response reply = (*client)->perform(request);
     if (changed) return true;
     if (failed) return std::unexpected(std::move(*failed));
     // The slice's end: the stream was quiet, or not even open yet (a member
@@ -999,6 +998,18 @@ class EtcdStore final : public Store {
     if (reply.curl == CURLE_OPERATION_TIMEDOUT) return false;
     if (reply.success()) return false;  // the server ended the stream: look again
     return std::unexpected(classify(reply, what).failure.error);
+  }
+
+  // The watches' client, beside http_ (whose requests a wait must not hold
+  // up): made on the first wait, so a store that never waits has none.
+  Result<net::Client*> watch_client() {
+    std::lock_guard lock(watch_mu_);
+    if (!watch_http_) {
+      auto made = net::Client::create(client_options_);
+      if (!made) return std::unexpected(made.error());
+      watch_http_ = std::move(*made);
+    }
+    return watch_http_.get();
   }
 
   // Whether a failure is one another member may not share: no answer at
@@ -1115,8 +1126,11 @@ class EtcdStore final : public Store {
   }
 
   EtcdStoreOptions options_;
+  const net::ClientOptions client_options_;  // http_'s, and the watch client's
   std::unique_ptr<net::Client> http_;
-  std::unique_ptr<net::Client> watch_http_;  // await_change's watches, beside http_'s requests
+  std::mutex watch_mu_;
+  std::unique_ptr<net::Client>
+      watch_http_;  // await_change's watches (watch_mu_), made on first use
   std::string shown_;
   TunedTimeouts timeouts_;           // retry_deadline, request_timeout, max_clock_skew (tune())
   net::ServerDateCheck date_check_;  // warns once about the server's clock
@@ -1199,13 +1213,12 @@ Result<std::shared_ptr<Store>> make_etcd_store(EtcdStoreOptions options) {
                          {{"store", authorities}});
   }
   if (!options.clock) options.clock = system_clock();
-  auto http = net::Client::create({.tls = tls, .connect_timeout = options.connect_timeout});
+  net::ClientOptions client_options{.tls = tls, .connect_timeout = options.connect_timeout};
+  auto http = net::Client::create(client_options);
   if (!http) return std::unexpected(http.error());
-  auto watch_http = net::Client::create({.tls = tls, .connect_timeout = options.connect_timeout});
-  if (!watch_http) return std::unexpected(watch_http.error());
   std::string shown = (https ? "etcds://" : "etcd://") + authorities + options.prefix;
-  return std::make_shared<EtcdStore>(std::move(options), std::move(*http), std::move(*watch_http),
-                                     std::move(shown));
+  return std::make_shared<EtcdStore>(std::move(options), std::move(client_options),
+                                     std::move(*http), std::move(shown));
 }
 
 }  // namespace instance

@@ -184,20 +184,18 @@ Outcome Connection::run(const char* sql, std::span<const Param> params, SteadyTi
   };
   if (!preparing_) return unnamed();
   Statement& statement = statements_[sql];
-  if (statement.name.empty() && ++statement.runs >= 2) {
-    const std::string name = prepared_name(sql);
-    Outcome failed;
-    // (A failed prepare may have cleared statements_: `statement` is only
-    // used again after a success.)
-    if (!prepare(name, sql, oids, deadline, failed)) {
-      if (failed.kind != Outcome::ok) return failed;  // broke or timed out first: nothing ran
-      return unnamed();
-    }
-    statement.name = name;
+  const std::string name = prepared_name(sql);
+  if (!statement.prepared && ++statement.runs >= 2) {
+    // (A failed prepare clears statements_: `statement` is only used again
+    // after a success.)
+    Outcome prepared = prepare(name, sql, oids, deadline);
+    if (prepared.kind == Outcome::sql_error) return unnamed();  // refused: preparing is off
+    if (prepared.kind != Outcome::ok) return prepared;  // broke or timed out first: nothing ran
+    statement.prepared = true;
   }
-  if (statement.name.empty()) return unnamed();
-  if (PQsendQueryPrepared(conn_, statement.name.c_str(), n, values.data(), lengths.data(),
-                          formats.data(), 1) == 0) {
+  if (!statement.prepared) return unnamed();
+  if (PQsendQueryPrepared(conn_, name.c_str(), n, values.data(), lengths.data(), formats.data(),
+                          1) == 0) {
     return broken(one_line(PQerrorMessage(conn_)), false);
   }
   Outcome out = collect(deadline);
@@ -220,25 +218,20 @@ std::string prepared_name(std::string_view sql) {
   return name;
 }
 
-bool Connection::prepare(const std::string& name, const char* sql, std::span<const unsigned> oids,
-                         SteadyTime deadline, Outcome& failed) {
+Outcome Connection::prepare(const std::string& name, const char* sql,
+                            std::span<const unsigned> oids, SteadyTime deadline) {
   if (PQsendPrepare(conn_, name.c_str(), sql, static_cast<int>(oids.size()), oids.data()) == 0) {
-    failed = broken(one_line(PQerrorMessage(conn_)), false);
-    return false;
+    return broken(one_line(PQerrorMessage(conn_)), false);
   }
   Outcome out = collect(deadline);
   out.sent = false;  // a Parse runs nothing
-  if (out.kind == Outcome::ok) return true;
+  if (out.kind != Outcome::sql_error) return out;
   // 42P05: already prepared in this session under that name, which is that
   // text's (another client's, behind a pooler).
-  if (out.kind == Outcome::sql_error && out.sqlstate == "42P05") return true;
-  if (out.kind == Outcome::sql_error) {
-    preparing_ = false;  // refused: the statement runs unnamed, as it always could
-    statements_.clear();
-    return false;
-  }
-  failed = std::move(out);
-  return false;
+  if (out.sqlstate == "42P05") return Outcome{};
+  preparing_ = false;  // refused: the statement runs unnamed, as it always could
+  statements_.clear();
+  return out;
 }
 
 Outcome Connection::run_simple(const char* sql, SteadyTime deadline) {

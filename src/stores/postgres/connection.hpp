@@ -92,21 +92,21 @@ class Connection {
  private:
   Outcome collect(SteadyTime deadline);
   Outcome broken(std::string why, bool sent);
-  // Prepares `sql` as `name`: true when it is (or already was) known to the
-  // server; false with `failed` set when the attempt broke or timed out (the
-  // statement has not run), or with `failed` ok when the server refused
-  // (preparing is then off for this connection).
-  bool prepare(const std::string& name, const char* sql, std::span<const unsigned> oids,
-               SteadyTime deadline, Outcome& failed);
+  // Prepares `sql` as `name`: ok when it is (or already was) known to the
+  // server; sql_error when the server refused (preparing is then off for
+  // this connection); transport or timeout when the attempt broke (the
+  // statement has not run).
+  Outcome prepare(const std::string& name, const char* sql, std::span<const unsigned> oids,
+                  SteadyTime deadline);
 
   std::vector<std::pair<std::string, std::string>> params_;
   std::string password_;
   pg_conn* conn_ = nullptr;
   // Per server session (cleared when the connection drops): each
-  // statement's runs, and the name it was prepared under once it was.
+  // statement's runs, and whether it is prepared (under prepared_name()).
   struct Statement {
     int runs = 0;
-    std::string name;
+    bool prepared = false;
   };
   std::unordered_map<std::string, Statement> statements_;
   bool preparing_ = true;
