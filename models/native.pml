@@ -14,7 +14,8 @@
  *   dh      NOBODY (absent) or the holder it names
  *   drel    released
  *   ddead   written by an incarnation that has crashed since ("its process on
- *           this host is gone": pid gone, liveness lock free)
+ *           this host is gone": pid gone, liveness lock free; or it ran in an
+ *           earlier boot of this host, whose reboot crashed every process)
  *   dtok    its token is the token of the lock granted now
  *
  *   acquire  lock; refused -> read the lease document, and when it names a

@@ -48,7 +48,7 @@ const char* kUsage =
     "  [--start-spread D] [--hold D] [--rest D] [--poll-min D] [--poll-max D]\n"
     "  [--crashes R] [--pauses R] [--pause-max D] [--partitions R] [--partition-max D]\n"
     "  [--restart-same-id P] [--clock-offset D] [--drift X] [--jobs N] [--json FILE|-]\n"
-    "  [--lag-check on|off] [--stale-locks on|off] [--same-host on|off]\n"
+    "  [--lag-check on|off] [--stale-locks on|off] [--same-host on|off] [--reboots R]\n"
     "  [--atomic-lease on|off]\n"
     "  [--expect-overlap MODE]... [--trace]\n"
     "Durations in Go syntax (300ms, 2s); rates R per node per virtual minute.\n";
@@ -174,6 +174,8 @@ bool parse(int argc, char** argv, Options& o, std::string& error) {
     } else if (a == "--same-host") {
       ok = v == "on" || v == "off";
       c.same_host = v == "on";
+    } else if (a == "--reboots") {
+      ok = num(v, c.reboots_per_minute);
     } else if (a == "--lag-check") {
       ok = v == "on" || v == "off";
       c.lag_check = v == "on";
@@ -196,6 +198,7 @@ bool parse(int argc, char** argv, Options& o, std::string& error) {
 struct Summary {
   Mode mode;
   std::uint64_t runs = 0, claims = 0, losses = 0, crashes = 0, store_ops = 0, events = 0;
+  std::uint64_t reboots = 0, earlier_boot_ends = 0;
   std::uint64_t overlaps = 0;
   Time overlap_total{0}, overlap_max{0};
   std::vector<std::uint64_t> overlap_seeds;
@@ -243,6 +246,8 @@ Summary run_mode(const Options& o, Mode mode) {
     s.claims += r.claims;
     s.losses += r.losses;
     s.crashes += r.crashes;
+    s.reboots += r.reboots;
+    s.earlier_boot_ends += r.earlier_boot_ends;
     s.store_ops += r.store_ops;
     s.events += r.events;
     if (!r.overlaps.empty()) s.overlap_seeds.push_back(r.seed);
@@ -316,6 +321,8 @@ int main(int argc, char** argv) {
     m["claims"] = s.claims;
     m["losses"] = s.losses;
     m["crashes"] = s.crashes;
+    m["reboots"] = s.reboots;
+    m["earlier_boot_lock_ends"] = s.earlier_boot_ends;
     m["double_holder_intervals"] = s.overlaps;
     m["double_holder_total_ms"] = ms(s.overlap_total);
     m["double_holder_max_ms"] = ms(s.overlap_max);

@@ -306,6 +306,9 @@ struct Simulation {
   RunResult result;
   std::vector<Interval> intervals;
   std::optional<std::pair<Time, bool>> vacated;  // (when, by a crash)
+  // With same_host: the host's boot (counted from 0) and when it began.
+  std::uint64_t boot = 0;
+  Time booted{0};
 
   Simulation(const Config& c, std::uint64_t seed, Capabilities caps)
       : cfg(c), rng(seed), store(caps, c.lag, rng) {
@@ -436,6 +439,7 @@ struct Simulation {
 
   void start_guard(Node& n);
   void crash(Node& n);
+  void reboot();
   void restart(Node& n);
   void node_main(Node& n);
   void build();
@@ -631,6 +635,10 @@ class NodeLogger final : public Logger {
     if (level == LogLevel::error && message == "claim lost") {
       n_.sim->end_holding(n_, n_.sim->world.now(), "lost");
     }
+    if (message.find("ran in an earlier boot of this host") != std::string_view::npos &&
+        message.starts_with("ended")) {
+      ++n_.sim->result.earlier_boot_ends;
+    }
   }
 
  private:
@@ -653,8 +661,10 @@ void Simulation::start_guard(Node& n) {
                  .settle = cfg.settle,
                  .max_skew = cfg.max_skew,
                  .on_lost = [this, &n](const Error&) { lost(n); },
-                 .boot_id = cfg.same_host ? std::string("boot") : "boot-" + n.name,
-                 .pid_ns = "pid-ns"};
+                 .boot_id = cfg.same_host ? "boot-" + std::to_string(boot) : "boot-" + n.name,
+                 .pid_ns = "pid-ns",
+                 .machine_id = cfg.same_host ? std::string("machine") : "machine-" + n.name,
+                 .booted_at = n.wall(cfg.same_host ? booted : Time{0})};
   if (cfg.same_host) {
     // Gone unless it is a node's incarnation that runs now (paused or cut
     // off included). Called on a node's thread, which holds the baton.
@@ -686,6 +696,14 @@ void Simulation::crash(Node& n) {
   if (!n.idle) world.resume(n.actor);  // its pending call returns; the task unwinds
   world.at(world.now() + n.rng.uniform(cfg.restart_min, cfg.restart_max),
            [this, &n] { restart(n); });
+}
+
+void Simulation::reboot() {
+  note(*nodes.front(), "the host reboots");
+  ++result.reboots;
+  for (auto& n : nodes) crash(*n);
+  ++boot;
+  booted = world.now();
 }
 
 void Simulation::restart(Node& n) {
@@ -747,6 +765,12 @@ void Simulation::build() {
     Node* raw = n.get();
     n->actor = world.spawn(n->name, [this, raw] { node_main(*raw); });
     nodes.push_back(std::move(n));
+  }
+  if (cfg.same_host && cfg.reboots_per_minute > 0) {
+    const Time mean{static_cast<std::int64_t>(60e9 / cfg.reboots_per_minute)};
+    for (Time t = rng.exponential(mean); t < cfg.duration; t += rng.exponential(mean)) {
+      world.at(t, [this] { reboot(); });
+    }
   }
   for (auto& np : nodes) {
     Node& n = *np;

@@ -68,6 +68,12 @@ struct Config {
   // process_gone answered from the simulation), and a dead holder's lock is
   // ended by its token. Paused and cut-off nodes are alive.
   bool same_host = false;
+  // With same_host: the host reboots this often per virtual minute: every
+  // node's process ends at once, the boot id changes, the records and leases
+  // stay in the store; a record of an earlier boot of this machine (same
+  // machine id) is dead once it is overdue (docs/design/arguments.md, "A
+  // holder of an earlier boot of this host").
+  double reboots_per_minute = 0;
   // exclusive and auto: a store with native leases that claims, renews and
   // ends a lease in one request each (Capabilities::atomic_lease: Redis's
   // scripts, PostgreSQL's statements).
@@ -87,6 +93,8 @@ struct RunResult {
   std::uint64_t claims = 0;
   std::uint64_t losses = 0;
   std::uint64_t crashes = 0;
+  std::uint64_t reboots = 0;
+  std::uint64_t earlier_boot_ends = 0;  // locks ended as an earlier boot's
   std::uint64_t store_ops = 0;
   std::uint64_t events = 0;
   std::vector<Overlap> overlaps;  // intervals with two or more holders

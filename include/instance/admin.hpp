@@ -23,8 +23,11 @@ struct InstanceEntry {
   // that holds its liveness lock): not live, whatever its expiry says.
   bool process_gone = false;
   // The store proves it was written before this host's current boot, on a
-  // store only this host writes (Document::from_earlier_boot): its writer
-  // died with that boot, so it is not live, readable or not.
+  // store only this host writes (Document::from_earlier_boot), or the record
+  // names this machine (machine id and host name) under an earlier boot and
+  // was last written before this boot began (docs/design/arguments.md, "A
+  // holder of an earlier boot of this host"): its writer died with that
+  // boot, so it is not live, readable or not.
   bool from_earlier_boot = false;
   std::string problem;  // why it is unreadable
 };

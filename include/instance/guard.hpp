@@ -108,6 +108,12 @@ struct GuardOptions {
   // a dead process on this host is stale at once; read from /proc when empty.
   std::string boot_id;
   std::string pid_ns;
+  // This host's machine id and when this boot began (instance/liveness.hpp),
+  // so that a record an earlier boot of this machine left is dead at once
+  // (docs/design/arguments.md, "A holder of an earlier boot"); read from the
+  // system when empty.
+  std::string machine_id;
+  std::optional<WallTime> booted_at;
   // Whether the process `pid` of this host (same host name, boot and pid
   // namespace) is gone, with everything that holds its liveness lock
   // (instance/liveness.hpp). Empty: asked of the kernel (kill(pid, 0) and the

@@ -20,8 +20,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <utility>
 
+#include "instance/clock.hpp"
 #include "instance/error.hpp"
 #include "instance/export.hpp"
 
@@ -56,5 +58,16 @@ class INSTANCE_EXPORT LivenessLock {
 // Whether some process holds the liveness lock of `pid` (false when there is
 // no such lock, or it cannot be read).
 INSTANCE_EXPORT bool liveness_lock_held(std::int64_t pid);
+
+// This host across its boots. The kernel's boot id
+// (/proc/sys/kernel/random/boot_id) changes with every boot; the machine id
+// (/etc/machine-id, else /var/lib/dbus/machine-id: machine-id(5)) stays for
+// the installation's life, and is only as unique as the images it was
+// cloned from let it be. Each is "" when it cannot be read.
+INSTANCE_EXPORT std::string this_boot_id();
+INSTANCE_EXPORT std::string this_machine_id();
+// When this boot began on the real-time clock: now less CLOCK_BOOTTIME (which
+// counts suspended time too).
+INSTANCE_EXPORT WallTime this_boot_began();
 
 }  // namespace instance

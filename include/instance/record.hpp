@@ -3,9 +3,9 @@
 // The shape is the original Go guard's, so old and new guards see each
 // other: `id`, `started_at`, `expires_at` (RFC 3339, UTC when we write), plus
 // fields the original ignores: `host`, `pid`, `renewed_at`, and for the
-// stronger modes `boot_id` and `pid_ns` (to tell a dead process on this host
-// at once), `mode` and `state` ("claiming" while a verify claim settles;
-// absent means held).
+// stronger modes `boot_id`, `pid_ns` and `machine_id` (to tell a dead
+// process on this host, or a holder of an earlier boot of it, at once), `mode` and `state`
+// ("claiming" while a verify claim settles; absent means held).
 //
 // Records live at `instances/<escaped id>` (record_key), but every file under
 // `instances/` is judged, whatever its name, as the original does.
@@ -42,6 +42,7 @@ struct Record {
   std::optional<std::int64_t> pid;     // absent when unknown
   std::optional<WallTime> renewed_at;  // absent in the original's records
   std::string boot_id;                 // the kernel boot the writer ran in
+  std::string machine_id;              // the writer's machine (machine-id(5))
   std::string pid_ns;                  // the writer's pid namespace
   std::string mode;                    // the writer's claim mode
   std::string state;                   // "claiming", or empty: held

@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -114,6 +116,40 @@ bool liveness_lock_held(std::int64_t pid) {
   }
   ::close(fd);
   return held;
+}
+
+namespace {
+
+// The first line of `path`, without trailing white space; "" when unreadable.
+std::string first_line(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) {
+    line.pop_back();
+  }
+  return line;
+}
+
+}  // namespace
+
+std::string this_boot_id() { return first_line("/proc/sys/kernel/random/boot_id"); }
+
+std::string this_machine_id() {
+  std::string id = first_line("/etc/machine-id");
+  // An image not yet booted says "uninitialized" (machine-id(5)): no id.
+  if (id == "uninitialized") id.clear();
+  return id.empty() ? first_line("/var/lib/dbus/machine-id") : id;
+}
+
+WallTime this_boot_began() {
+  struct timespec now {
+  }, up{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  ::clock_gettime(CLOCK_BOOTTIME, &up);
+  const std::int64_t ns = (std::int64_t{now.tv_sec} - up.tv_sec) * 1'000'000'000 +
+                          (std::int64_t{now.tv_nsec} - up.tv_nsec);
+  return WallTime{std::chrono::nanoseconds{ns}};
 }
 
 }  // namespace instance

@@ -372,6 +372,7 @@ std::string encode_record(const Record& record) {
   if (record.renewed_at) j["renewed_at"] = format_rfc3339(*record.renewed_at);
   if (!record.boot_id.empty()) j["boot_id"] = record.boot_id;
   if (!record.pid_ns.empty()) j["pid_ns"] = record.pid_ns;
+  if (!record.machine_id.empty()) j["machine_id"] = record.machine_id;
   if (!record.mode.empty()) j["mode"] = record.mode;
   if (!record.state.empty()) j["state"] = record.state;
   // Invalid UTF-8 (a strange host name) is replaced, as Go's encoder does.
@@ -417,6 +418,7 @@ Result<Record> decode_record(std::string_view bytes) {
       for (auto [name, target] : {std::pair{"host", &record.host},
                                   {"boot_id", &record.boot_id},
                                   {"pid_ns", &record.pid_ns},
+                                  {"machine_id", &record.machine_id},
                                   {"mode", &record.mode},
                                   {"state", &record.state}}) {
         if (!matches(name)) continue;

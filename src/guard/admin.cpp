@@ -8,6 +8,13 @@
 #include "protocol.hpp"
 
 namespace instance {
+namespace {
+
+// The clock skew status and release allow when judging a record of an
+// earlier boot: the guard's default (a larger one only judges fewer dead).
+constexpr Duration kStatusSkew = std::chrono::seconds(5);
+
+}  // namespace
 
 Result<std::vector<InstanceEntry>> list_instances(Store& store, WallTime now) {
   auto keys = store.list(records_prefix());
@@ -27,6 +34,9 @@ Result<std::vector<InstanceEntry>> list_instances(Store& store, WallTime now) {
       // As a claim judges it: a process on this host that is gone holds
       // nothing, whatever its record's expiry says.
       entry.process_gone = detail::gone_from_this_host(here, *record);
+      entry.from_earlier_boot =
+          entry.from_earlier_boot ||
+          detail::of_earlier_boot(here, *record, now, kStatusSkew) == detail::EarlierBoot::dead;
       entry.live = record->live_at(now) && !entry.process_gone && !entry.from_earlier_boot;
       entry.record = std::move(*record);
     } else {
@@ -96,8 +106,10 @@ Result<Released> release_instance(Store& store, std::string_view id, WallTime no
                                               record.error().message +
                                               "); remove it with --force if you are sure");
     }
+    const detail::HostIdentity here = detail::this_process();
     if (record->live_at(now) && !doc->from_earlier_boot &&
-        !detail::gone_from_this_host(detail::this_process(), *record)) {
+        !detail::gone_from_this_host(here, *record) &&
+        detail::of_earlier_boot(here, *record, now, kStatusSkew) != detail::EarlierBoot::dead) {
       return fail(Errc::another_instance,
                   "the record of " + std::string(id) + " is live until " +
                       format_rfc3339(record->expires_at) +

@@ -510,23 +510,38 @@ class Exclusive final : public Protocol {
     auto doc = ctx.store.get(lease_key());
     if (!doc) return false;
     auto lease = decode_lease(doc->data);
-    if (!lease || lease->released || lease->lock_token.empty() ||
-        !gone_from_this_host(ctx.self, lease->as_record())) {
-      return false;
-    }
+    if (!lease || lease->released || lease->lock_token.empty()) return false;
+    const std::string_view why = why_dead_here(ctx, *lease);
+    if (why.empty()) return false;
     auto ended = ctx.store.unlock(lock_key(), lease->lock_token);
     if (!ended && ended.error().code != Errc::not_found) {
-      ctx.log.info("the lock of a holder whose process on this host is gone could not be ended",
+      ctx.log.info("the lock of a holder " + std::string(why) + " could not be ended",
                    {{"holder", lease->holder}, {"error", ended.error().message}});
       return false;
     }
     if (ended) {
-      ctx.log.warn("ended the store's lock of a holder whose process on this host is gone",
+      ctx.log.warn("ended the store's lock of a holder " + std::string(why),
                    {{"holder", lease->holder},
                     {"pid", lease->pid ? std::to_string(*lease->pid) : ""},
                     {"lease_until", format_rfc3339(lease->expires_at)}});
     }
     return true;
+  }
+
+  // Why the lease's holder is dead on this host: its process is gone, or
+  // its record (under the lease's boot) was left by an earlier boot of this
+  // machine; "" when it is not proven dead.
+  static std::string_view why_dead_here(const Context& ctx, const Lease& lease) {
+    if (gone_from_this_host(ctx.self, lease.as_record()))
+      return "whose process on this host is gone";
+    if (lease.host != ctx.self.host || lease.boot_id.empty() || lease.boot_id == ctx.self.boot_id) {
+      return "";
+    }
+    auto record = holder_record(ctx, lease.holder);
+    const bool earlier = record && *record && (*record)->boot_id == lease.boot_id &&
+                         of_earlier_boot(ctx.self, **record, ctx.clock.wall(),
+                                         *ctx.options.max_skew) == EarlierBoot::dead;
+    return earlier ? "that ran in an earlier boot of this host" : "";
   }
 
   // The record of `id`: nullopt when absent; a refusal when unreadable (it

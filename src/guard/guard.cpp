@@ -595,6 +595,8 @@ Result<Guard> Guard::create(std::shared_ptr<Store> store, GuardOptions options) 
   if (!options.pid) options.pid = here.pid;
   if (options.boot_id.empty()) options.boot_id = here.boot_id;
   if (options.pid_ns.empty()) options.pid_ns = here.pid_ns;
+  if (options.machine_id.empty()) options.machine_id = here.machine_id;
+  if (!options.booted_at) options.booted_at = here.booted_at;
   if (!options.clock) options.clock = system_clock();
   if (!options.scheduler) options.scheduler = thread_scheduler();
   if (!options.logger) options.logger = null_logger();
@@ -703,8 +705,13 @@ std::expected<Claim, ClaimError> Guard::claim(std::stop_token stop) {
   state->options = options_;
   state->protocol = make_protocol(mode);
   state->key = key_;
-  state->self = detail::HostIdentity{options_->host, options_->boot_id, options_->pid_ns,
-                                     *options_->pid, options_->process_gone};
+  state->self = detail::HostIdentity{.host = options_->host,
+                                     .boot_id = options_->boot_id,
+                                     .pid_ns = options_->pid_ns,
+                                     .pid = *options_->pid,
+                                     .process_gone = options_->process_gone,
+                                     .machine_id = options_->machine_id,
+                                     .booted_at = options_->booted_at.value_or(WallTime{})};
   state->id = options_->id;
   state->mode = mode;
 

@@ -22,6 +22,8 @@ struct HostIdentity {
   std::int64_t pid = 0;
   // GuardOptions::process_gone; empty: the kernel is asked.
   std::function<bool(std::int64_t)> process_gone;
+  std::string machine_id;  // "" when unknown: no record is judged of an earlier boot
+  WallTime booted_at{};    // when this boot began, on the real-time clock
 };
 
 // A record of another instance judged no longer live, and whether the scan
@@ -144,6 +146,19 @@ HostIdentity this_process();
 // namespace) other than `self` that is gone, with every descendant that
 // holds its liveness lock: it is dead, whatever its expiry says.
 bool gone_from_this_host(const HostIdentity& self, const Record& record);
+// Whether the record was left by an earlier boot of this machine (same
+// machine id and host name, another boot id; docs/design/arguments.md, "A
+// holder of an earlier boot of this host"): `dead` once every write it made
+// precedes this boot by more than max_skew and it is a third of its window
+// plus max_skew overdue (a clone of this machine that kept the id, alive,
+// would have rewritten it); `other_machine` when it was written after this
+// boot began (the id is shared by another host); `no` otherwise.
+enum class EarlierBoot { no, dead, other_machine };
+EarlierBoot of_earlier_boot(const HostIdentity& self, const Record& record, WallTime now,
+                            Duration max_skew);
+// gone_from_this_host, or dead with an earlier boot (a shared machine id is
+// warned of).
+bool dead_on_this_host(const Context& ctx, const Record& record, WallTime now);
 
 // A record as read from the store, with the version it was read at.
 struct StoredRecord {

@@ -7,7 +7,6 @@
 #include <array>
 #include <cerrno>
 #include <climits>
-#include <fstream>
 #include <span>
 
 #include "instance/liveness.hpp"
@@ -180,6 +179,7 @@ Record our_record(const Context& ctx, WallTime now, std::string_view state) {
                 .pid = ctx.self.pid,
                 .renewed_at = now,
                 .boot_id = ctx.self.boot_id,
+                .machine_id = ctx.self.machine_id,
                 .pid_ns = ctx.self.pid_ns,
                 .mode = std::string(to_string(ctx.mode)),
                 .state = std::string(state)};
@@ -204,11 +204,12 @@ Result<void> remove_our_record(const Context& ctx) {
 }
 
 HostIdentity this_process() {
-  HostIdentity here{.pid = static_cast<std::int64_t>(::getpid())};
+  HostIdentity here{.pid = static_cast<std::int64_t>(::getpid()),
+                    .machine_id = this_machine_id(),
+                    .booted_at = this_boot_began()};
   std::array<char, HOST_NAME_MAX + 1> name{};
   if (::gethostname(name.data(), name.size() - 1) == 0) here.host = name.data();
-  std::ifstream boot("/proc/sys/kernel/random/boot_id");
-  std::getline(boot, here.boot_id);
+  here.boot_id = this_boot_id();
   std::array<char, 128> ns{};
   const ssize_t n = ::readlink("/proc/self/ns/pid", ns.data(), ns.size() - 1);
   if (n > 0) here.pid_ns.assign(ns.data(), static_cast<std::size_t>(n));
@@ -220,9 +221,46 @@ bool gone_from_this_host(const HostIdentity& self, const Record& record) {
   return self.process_gone ? self.process_gone(*record.pid) : process_gone(*record.pid);
 }
 
+EarlierBoot of_earlier_boot(const HostIdentity& self, const Record& record, WallTime now,
+                            Duration max_skew) {
+  if (self.machine_id.empty() || record.machine_id != self.machine_id || record.host.empty() ||
+      record.host != self.host || self.boot_id.empty() || record.boot_id.empty() ||
+      record.boot_id == self.boot_id || self.booted_at == WallTime{}) {
+    return EarlierBoot::no;
+  }
+  const WallTime last = record.renewed_at.value_or(record.started_at);
+  // A boot of this machine that ended before ours wrote nothing after ours
+  // began: a record written since is another host's, under the same id.
+  if (last > self.booted_at + max_skew) return EarlierBoot::other_machine;
+  if (last + max_skew >= self.booted_at) return EarlierBoot::no;  // too close to tell
+  // Its writer renews every third of the window: were it alive on a clone
+  // of this machine, it would have rewritten the record by now.
+  const Duration window = record.expires_at - last;
+  if (window <= Duration::zero() || now < last + window / 3 + max_skew) return EarlierBoot::no;
+  return EarlierBoot::dead;
+}
+
+bool dead_on_this_host(const Context& ctx, const Record& record, WallTime now) {
+  if (gone_from_this_host(ctx.self, record)) return true;
+  switch (of_earlier_boot(ctx.self, record, now, *ctx.options.max_skew)) {
+    case EarlierBoot::dead:
+      return true;
+    case EarlierBoot::other_machine:
+      ctx.log.warn(
+          "a record names this host and its machine id but was written by another boot after "
+          "this one began: another host shares this machine id (give each clone its own "
+          "/etc/machine-id); judged by its expiry",
+          {{"holder", record.id}, {"boot_id", record.boot_id}});
+      return false;
+    case EarlierBoot::no:
+      return false;
+  }
+  return false;
+}
+
 bool is_live(const Context& ctx, const Record& record, WallTime now, Duration margin) {
-  if (gone_from_this_host(ctx.self, record)) {
-    return false;  // its process died on this host: stale now, whatever its expiry
+  if (dead_on_this_host(ctx, record, now)) {
+    return false;  // its process died on this host, or with an earlier boot of it
   }
   return now < record.expires_at + margin;
 }

@@ -6,12 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <map>
 #include <thread>
 
+#include "instance/admin.hpp"
 #include "instance/guard.hpp"
+#include "instance/liveness.hpp"
 #include "instance/sdk/store_wrapper.hpp"
 #include "instance/stores/counting.hpp"
 #include "instance/stores/memory.hpp"
@@ -498,6 +501,109 @@ TEST_F(ModesTest, ALiveProcessOrAnotherBootKeepsTheRecordLive) {
   EXPECT_FALSE(guard("a", Mode::verify).claim().has_value());
 }
 
+// ---- a holder of an earlier boot of this machine ---------------------------
+
+// Our guard "a" on host-a, machine "machine-1", whose current boot began
+// `up` ago; a record of that host and machine under `boot`, last written
+// `written` after our boot began (negative: before), with a 30 s window (a
+// renewal every 10 s) and 2 s of skew.
+class EarlierBootTest : public ModesTest {
+ protected:
+  GuardOptions ours(Duration up = 0s) {
+    auto opts = options("a", Mode::verify);
+    opts.machine_id = "machine-1";
+    opts.booted_at = clock->wall() - up;
+    return opts;
+  }
+  void put_holder(Duration written, std::string machine = "machine-1",
+                  std::string boot = "old-boot", std::string host = "host-a") {
+    const WallTime at = clock->wall() + written;
+    put_record({.id = "old",
+                .started_at = at - 1h,
+                .expires_at = at + 30s,
+                .host = std::move(host),
+                .pid = 4242,
+                .renewed_at = at,
+                .boot_id = std::move(boot),
+                .machine_id = std::move(machine),
+                .pid_ns = "pidns"});
+  }
+  Result<Claim> claim(const GuardOptions& opts) {
+    auto claimed = Guard::create(store, opts).value().claim();
+    if (!claimed) return std::unexpected(claimed.error().error);
+    return std::move(*claimed);
+  }
+};
+
+TEST_F(EarlierBootTest, ARecordOfAnEarlierBootOfThisMachineIsDeadOnceOverdue) {
+  put_holder(-20s);  // written 20 s before this boot; it would expire in 10 s
+  auto a = claim(ours());
+  ASSERT_TRUE(a.has_value()) << a.error().message;
+  scheduler->run_due();  // the upkeep removes it like any stale record
+  EXPECT_FALSE(exists("instances/old"));
+}
+
+TEST_F(EarlierBootTest, ItWaitsUntilAHolderThatRenewsWouldHaveRewrittenIt) {
+  // Written 5 s before our boot: a clone of this machine that is alive
+  // rewrites it by 10 s after the write; judged dead only past that plus
+  // the skew, long before it expires (25 s after our boot).
+  put_holder(-5s);
+  EXPECT_FALSE(claim(ours()).has_value());
+  clock->advance(6s);
+  EXPECT_FALSE(claim(ours()).has_value());
+  clock->advance(1s);  // 10 s after the write, plus 2 s
+  EXPECT_TRUE(claim(ours(7s)).has_value());
+}
+
+TEST_F(EarlierBootTest, ARecordWrittenAfterThisBootBeganIsAnotherHostsAndIsWarnedOf) {
+  put_holder(-5s);  // rewritten 5 s ago, but our boot began 10 s ago
+  auto a = claim(ours(10s));
+  ASSERT_FALSE(a.has_value());
+  EXPECT_EQ(a.error().code, Errc::another_instance);
+  EXPECT_TRUE(logger->contains("another host shares this machine id"));
+}
+
+TEST_F(EarlierBootTest, AnotherMachineIdAHostNameOrThisBootKeepItLive) {
+  for (auto [machine, boot, host] :
+       {std::tuple{"machine-2", "old-boot", "host-a"}, std::tuple{"", "old-boot", "host-a"},
+        std::tuple{"machine-1", "old-boot", "host-b"}, std::tuple{"machine-1", "", "host-a"}}) {
+    put_holder(-20s, machine, boot, host);
+    EXPECT_FALSE(claim(ours()).has_value()) << machine << " " << boot << " " << host;
+  }
+  auto unknown = ours();
+  unknown.machine_id = "";  // ours could not be read: the rule never applies
+  put_holder(-20s, "");
+  EXPECT_FALSE(claim(unknown).has_value());
+}
+
+TEST_F(EarlierBootTest, StatusSaysSoAndReleaseTakesItWithoutForce) {
+  // status and release judge as this machine is: its real machine id, host
+  // name and boot (read, never changed).
+  const std::string machine = this_machine_id();
+  if (machine.empty()) GTEST_SKIP() << "this machine has no machine id";
+  std::array<char, 256> name{};
+  ASSERT_EQ(::gethostname(name.data(), name.size() - 1), 0);
+  const WallTime now =
+      std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now());
+  const WallTime written = this_boot_began() - 1h;
+  put_record({.id = "old",
+              .started_at = written,
+              .expires_at = now + 1h,  // live for an hour more by its expiry
+              .host = name.data(),
+              .pid = 4242,
+              .renewed_at = written,
+              .boot_id = "an-earlier-boot",
+              .machine_id = machine,
+              .pid_ns = "pidns"});
+  auto entries = list_instances(*store, now);
+  ASSERT_TRUE(entries.has_value());
+  ASSERT_EQ(entries->size(), 1u);
+  EXPECT_FALSE((*entries)[0].live);
+  EXPECT_TRUE((*entries)[0].from_earlier_boot);
+  EXPECT_TRUE(release_instance(*store, "old", now, false).has_value());
+  EXPECT_FALSE(exists("instances/old"));
+}
+
 TEST_F(ModesTest, WaitingClaimsOnceTheHolderStandsDown) {
   auto holder = guard("a", Mode::exclusive).claim().value();
   int told = 0;
@@ -684,6 +790,26 @@ TEST_P(LeaseTest, ADeadHolderOnThisHostHasItsLockEndedAtOnceByItsToken) {
   ASSERT_TRUE(b.has_value()) << b.error().error.message;
   EXPECT_EQ(b->epoch(), std::optional<std::uint64_t>(2));
   EXPECT_TRUE(logger->contains("ended the store's lock of a holder whose process on this host"));
+}
+
+TEST_P(LeaseTest, AHolderOfAnEarlierBootOfThisMachineHasItsLockEndedByItsToken) {
+  auto old = options("a", Mode::exclusive);
+  old.host = "host-b";
+  old.boot_id = "old-boot";
+  old.machine_id = "machine-1";
+  auto a = Guard::create(store, old).value().claim().value();
+  clock->advance(20s);  // the host rebooted 5 s ago; the store holds a's lock for 10 s more
+  auto opts = options("b", Mode::exclusive);
+  opts.machine_id = "machine-1";
+  opts.booted_at = clock->wall() - 5s;
+  auto on_another_machine = opts;
+  on_another_machine.machine_id = "machine-2";
+  EXPECT_FALSE(Guard::create(store, on_another_machine).value().claim().has_value());
+  auto b = Guard::create(store, opts).value().claim();
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  EXPECT_EQ(b->epoch(), std::optional<std::uint64_t>(2));
+  EXPECT_TRUE(
+      logger->contains("ended the store's lock of a holder that ran in an earlier boot of this"));
 }
 
 TEST_P(LeaseTest, ALiveHolderOrOneOnAnotherHostKeepsItsLock) {

@@ -26,8 +26,12 @@ TEST(Record, EncodesExtraFieldsAfterTheOriginalOnes) {
                  .expires_at = t0() + 2min,
                  .host = "h1",
                  .pid = 42,
-                 .renewed_at = t0() + 1s};
+                 .renewed_at = t0() + 1s,
+                 .boot_id = "b1",
+                 .machine_id = "m1",
+                 .pid_ns = "pid:[4026531836]"};
   const auto j = nlohmann::json::parse(encode_record(r));
+  EXPECT_EQ(j.at("machine_id"), "m1");
   EXPECT_EQ(j.at("host"), "h1");
   EXPECT_EQ(j.at("pid"), 42);
   EXPECT_EQ(j.at("renewed_at"), "2026-11-29T11:47:22.858966496Z");

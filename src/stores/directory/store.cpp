@@ -68,6 +68,7 @@
 #include <utility>
 #include <vector>
 
+#include "instance/liveness.hpp"
 #include "instance/stores/directory.hpp"
 
 namespace instance {
@@ -206,32 +207,6 @@ bool on_local_file_system(std::filesystem::path path) {
     default:
       return false;
   }
-}
-
-// /proc/sys/kernel/random/boot_id, or "" when it cannot be read (every
-// numbering then counts from its reservation, as after a reboot).
-std::string this_boot_id() {
-  char buf[64] = {};
-  UniqueFd fd(::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return {};
-  const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
-  if (n <= 0) return {};
-  std::string id(buf, static_cast<std::size_t>(n));
-  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
-  return id;
-}
-
-// When this boot began on the real-time clock: now less the time since
-// boot (CLOCK_BOOTTIME counts suspended time too).
-struct timespec this_boot_began() {
-  struct timespec now {
-  }, up{};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  ::clock_gettime(CLOCK_BOOTTIME, &up);
-  std::int64_t ns = (std::int64_t{now.tv_sec} - up.tv_sec) * 1'000'000'000 +
-                    (std::int64_t{now.tv_nsec} - up.tv_nsec);
-  return {.tv_sec = static_cast<time_t>(ns / 1'000'000'000),
-          .tv_nsec = static_cast<long>(ns % 1'000'000'000)};
 }
 
 enum class Kind { missing, regular, folder, symlink, other };
@@ -1357,16 +1332,13 @@ Result<std::shared_ptr<Store>> make_directory_store(DirectoryStoreOptions option
   if (!root.has_filename() && root != root.root_path()) root = root.parent_path();
   const bool sync = options.sync.value_or(!on_local_file_system(root));
   std::string boot_id = options.boot_id.empty() ? this_boot_id() : std::move(options.boot_id);
-  struct timespec booted_at {};
-  if (options.booted_at) {
-    const auto ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(options.booted_at->time_since_epoch())
-            .count();
-    booted_at = {.tv_sec = static_cast<time_t>(ns / 1'000'000'000),
-                 .tv_nsec = static_cast<long>(ns % 1'000'000'000)};
-  } else {
-    booted_at = this_boot_began();
-  }
+  // An empty boot id (unreadable) has every numbering count from its
+  // reservation, as after a reboot.
+  const auto began = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         options.booted_at.value_or(this_boot_began()).time_since_epoch())
+                         .count();
+  const struct timespec booted_at = {.tv_sec = static_cast<time_t>(began / 1'000'000'000),
+                                     .tv_nsec = static_cast<long>(began % 1'000'000'000)};
   return std::shared_ptr<Store>(
       std::make_shared<DirectoryStore>(std::move(root), sync, std::move(boot_id), booted_at));
 }
