@@ -635,8 +635,7 @@ class NodeLogger final : public Logger {
     if (level == LogLevel::error && message == "claim lost") {
       n_.sim->end_holding(n_, n_.sim->world.now(), "lost");
     }
-    if (message.find("ran in an earlier boot of this host") != std::string_view::npos &&
-        message.starts_with("ended")) {
+    if (message.starts_with("ended the store's lock of a holder that ran in an earlier boot")) {
       ++n_.sim->result.earlier_boot_ends;
     }
   }

@@ -156,9 +156,6 @@ bool gone_from_this_host(const HostIdentity& self, const Record& record);
 enum class EarlierBoot { no, dead, other_machine };
 EarlierBoot of_earlier_boot(const HostIdentity& self, const Record& record, WallTime now,
                             Duration max_skew);
-// gone_from_this_host, or dead with an earlier boot (a shared machine id is
-// warned of).
-bool dead_on_this_host(const Context& ctx, const Record& record, WallTime now);
 
 // A record as read from the store, with the version it was read at.
 struct StoredRecord {

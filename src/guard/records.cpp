@@ -240,6 +240,10 @@ EarlierBoot of_earlier_boot(const HostIdentity& self, const Record& record, Wall
   return EarlierBoot::dead;
 }
 
+namespace {
+
+// gone_from_this_host, or dead with an earlier boot (a shared machine id is
+// warned of).
 bool dead_on_this_host(const Context& ctx, const Record& record, WallTime now) {
   if (gone_from_this_host(ctx.self, record)) return true;
   switch (of_earlier_boot(ctx.self, record, now, *ctx.options.max_skew)) {
@@ -257,6 +261,8 @@ bool dead_on_this_host(const Context& ctx, const Record& record, WallTime now) {
   }
   return false;
 }
+
+}  // namespace
 
 bool is_live(const Context& ctx, const Record& record, WallTime now, Duration margin) {
   if (dead_on_this_host(ctx, record, now)) {

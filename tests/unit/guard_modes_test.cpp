@@ -550,7 +550,7 @@ TEST_F(EarlierBootTest, ItWaitsUntilAHolderThatRenewsWouldHaveRewrittenIt) {
   put_holder(-5s);
   EXPECT_FALSE(claim(ours()).has_value());
   clock->advance(6s);
-  EXPECT_FALSE(claim(ours()).has_value());
+  EXPECT_FALSE(claim(ours(6s)).has_value());
   clock->advance(1s);  // 10 s after the write, plus 2 s
   EXPECT_TRUE(claim(ours(7s)).has_value());
 }
