@@ -103,13 +103,16 @@ Ready wait_for_events(const SignalFd& signals, const Wakeup& wakeup,
     return fd;
   }();
   if (until) {
-    const auto since_boot = until->time_since_epoch();
-    // At or before boot means "due now": an all-zero value would disarm.
-    const auto at = std::max(since_boot, Duration{1});
+    // Relative, not TFD_TIMER_ABSTIME: a CLOCK_BOOTTIME timer counts a
+    // suspend either way, and a relative one cannot be shifted by whatever
+    // rewrites absolute times (libfaketime, in the multi-host harness, moved
+    // an absolute deadline by its offset). Due already: the smallest value,
+    // since an all-zero one would disarm.
+    const auto in = std::max(*until - BootClock::now(), Duration{1});
     itimerspec spec{};
-    spec.it_value.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(at).count();
-    spec.it_value.tv_nsec = (at % std::chrono::seconds(1)).count();
-    if (::timerfd_settime(timer, TFD_TIMER_ABSTIME, &spec, nullptr) != 0) {
+    spec.it_value.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(in).count();
+    spec.it_value.tv_nsec = (in % std::chrono::seconds(1)).count();
+    if (::timerfd_settime(timer, 0, &spec, nullptr) != 0) {
       throw_errno("timerfd_settime");
     }
   }

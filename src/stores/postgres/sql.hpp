@@ -42,7 +42,8 @@ struct Statements {
   std::string replication;  // -> (synchronous_standby_names, synchronous_commit, standbys)
 
   std::string get;         // $1 key -> (data, version)
-  std::string get_many;    // $1 keys (a text[] literal) -> (key, data, version) per present key
+  std::string get_many;    // $1 keys (a text[] literal), $2 the least, $3 the greatest ->
+                           // (key, data, version) per present key
   std::string create;      // $1 key, $2 data, $3 nonce -> version, or no row when present
   std::string replace;     // $1 key, $2 data, $3 nonce -> version
   std::string remove;      // $1 key -> a row when removed (and notified)

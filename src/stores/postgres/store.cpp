@@ -106,7 +106,8 @@ class PostgresStore final : public Store {
       array += '"';
     }
     array += '}';
-    const Param params[] = {{array}};
+    const auto [least, greatest] = std::ranges::minmax(keys, {}, &Key::str);
+    const Param params[] = {{array}, {least.str()}, {greatest.str()}};
     auto reply = exec("get", keys.front(), sql_.get_many.c_str(), params);
     if (!reply) return std::unexpected(reply.error());
     std::map<std::string, Row*, std::less<>> found;
