@@ -12,7 +12,8 @@
 # of 20 runs (the per-run cost is the batch's divided by 20: /usr/bin/time
 # counts in 10 ms steps, coarser than a flock); the figure is the median
 # batch of N (default 10) batches, interleaved. Peak RSS is /usr/bin/time's
-# maximum resident set size, median of one run per batch. Prints a Markdown
+# maximum resident set size, and voluntary context switches its %w (the
+# process and the child it waited for), median of one run per batch. Prints a Markdown
 # table with the ratios; BENCHMARKS.md quotes it.
 #
 #   bench/footprint.sh [BUILD_DIR] [N]
@@ -36,18 +37,19 @@ trap cleanup EXIT
 export XDG_STATE_HOME=$work/state
 mkdir -p "$work/store"
 
-# measure NAME CMD...: one batch; appends "wall_s cpu_s maxrss_kib" (per run)
-# to $work/NAME.
+# measure NAME CMD...: one batch; appends "wall_s cpu_s maxrss_kib switches"
+# (per run) to $work/NAME.
 measure() {
   local name=$1 i times
   shift
-  /usr/bin/time -f '%M' -o "$work/$name.rss" "$@" >/dev/null 2>&1 ||
+  /usr/bin/time -f '%M %w' -o "$work/$name.rss" "$@" >/dev/null 2>&1 ||
     { echo "failed: $*" >&2; "$@"; exit 1; }
   times=$( { TIMEFORMAT='%R %U %S'; time { for ((i = 0; i < batch; i++)); do "$@" >/dev/null 2>&1; done; }; } 2>&1)
   awk -v b="$batch" -v rss="$(cat "$work/$name.rss")" '{printf "%.5f %.5f %s\n", $1 / b, ($2 + $3) / b, rss}' \
     <<<"$times" >>"$work/$name"
 }
-# median NAME COLUMN: the median of a column (1 wall, 2 cpu, 3 rss).
+# median NAME COLUMN: the median of a column (1 wall, 2 cpu, 3 rss, 4
+# voluntary context switches).
 median() {
   sort -g -k"$2" "$work/$1" | awk -v c="$2" '{v[NR] = $c} END {
     if (NR % 2) print v[(NR + 1) / 2]; else printf "%.5f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'
@@ -63,6 +65,9 @@ if [[ -x /usr/bin/etcd && -x /usr/bin/etcdctl ]]; then
   pairs+=("guard_etcd:etcdctl_lock")
 fi
 
+# The first claim in a new folder also makes its epoch reservation durable
+# (fsync'd); every later one is what the table shows.
+"$bin" run --store "$work/store" -- true >/dev/null 2>&1
 for ((i = 0; i < n; i++)); do
   measure version "$bin" --version
   measure guard_dir "$bin" run --store "$work/store" -- true
@@ -73,29 +78,33 @@ for ((i = 0; i < n; i++)); do
   fi
 done
 for ((i = 0; i < 5; i++)); do
-  /usr/bin/time -f '%M' -o "$work/idle.rss" "$bin" run --store "$work/store" -- sleep 2 2>/dev/null
+  /usr/bin/time -f '%M %w' -o "$work/idle.rss" "$bin" run --store "$work/store" -- sleep 2 2>/dev/null
   echo "2 0 $(cat "$work/idle.rss")" >>"$work/idle"
 done
 
 ms() { awk -v s="$1" 'BEGIN {print s * 1000}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2fx", a / b; else print "-"}'; }
 row() {  # row LABEL NAME [BASELINE]
-  local w c r
+  local w c r v lo hi
   w=$(median "$2" 1)
   c=$(median "$2" 2)
   r=$(median "$2" 3)
+  v=$(median "$2" 4 | awk '{printf "%g", $1}')
+  lo=$(sort -g -k4 "$work/$2" | head -1 | awk '{print $4}')
+  hi=$(sort -g -k4 "$work/$2" | tail -1 | awk '{print $4}')
   if [[ -n ${3:-} ]]; then
-    printf '| %s | %.1f ms (%s) | %.1f ms (%s) | %.1f MiB (%s) |\n' "$1" "$(ms "$w")" "$(ratio "$w" "$(median "$3" 1)")" \
+    printf '| %s | %.1f ms (%s) | %.1f ms (%s) | %.1f MiB (%s) | %s (%s to %s) |\n' "$1" "$(ms "$w")" "$(ratio "$w" "$(median "$3" 1)")" \
       "$(ms "$c")" "$(ratio "$c" "$(median "$3" 2)")" "$(awk -v r="$r" 'BEGIN {print r / 1024}')" \
-      "$(ratio "$r" "$(median "$3" 3)")"
+      "$(ratio "$r" "$(median "$3" 3)")" "$v" "$lo" "$hi"
   else
-    printf '| %s | %.1f ms | %.1f ms | %.1f MiB |\n' "$1" "$(ms "$w")" "$(ms "$c")" "$(awk -v r="$r" 'BEGIN {print r / 1024}')"
+    printf '| %s | %.1f ms | %.1f ms | %.1f MiB | %s (%s to %s) |\n' "$1" "$(ms "$w")" "$(ms "$c")" \
+      "$(awk -v r="$r" 'BEGIN {print r / 1024}')" "$v" "$lo" "$hi"
   fi
 }
 echo "Per run: medians of $n interleaved batches of $batch runs; ratios against the line below each guard line."
 echo
-echo "| command | wall | CPU (user+sys) | peak RSS |"
-echo "|---|---|---|---|"
+echo "| command | wall | CPU (user+sys) | peak RSS | voluntary context switches (median, range) |"
+echo "|---|---|---|---|---|"
 row "\`instance-guard --version\`" version
 row "\`instance-guard run --store DIR -- true\`" guard_dir flock_dir
 row "\`flock DIR/lock true\`" flock_dir

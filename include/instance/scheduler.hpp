@@ -6,6 +6,7 @@
 // start after it returns; a task that is already running finishes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -26,11 +27,15 @@ class INSTANCE_EXPORT Scheduler {
   virtual bool cancel(TaskId id) = 0;
 };
 
-// A scheduler with up to two worker threads that sleep until the next task is
-// due: no wake-ups while nothing is due. Tasks may run concurrently (one slow
-// task never delays another); the second thread starts only once a task has
-// to wait for a busy first one. Destroying it cancels pending tasks and joins the
-// threads.
-INSTANCE_EXPORT std::shared_ptr<Scheduler> thread_scheduler();
+// A scheduler with up to `max_workers` (at least 1) worker threads that sleep
+// until the next task is due: no wake-ups while nothing is due. With two (the
+// default) tasks may run concurrently, so one task stuck in a slow store call
+// never delays another (the self-fencing check); the second thread starts only
+// once a task has to wait for a busy first one. With one, tasks run in turn,
+// the earliest due first: for an owner that enforces the claim's self-fencing
+// deadline itself (Claim::fence_deadline(), as the tool's main thread does), so
+// that a late check costs nothing. Destroying it cancels pending tasks and
+// joins the threads.
+INSTANCE_EXPORT std::shared_ptr<Scheduler> thread_scheduler(std::size_t max_workers = 2);
 
 }  // namespace instance

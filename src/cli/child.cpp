@@ -98,31 +98,25 @@ std::expected<Child, SpawnError> Child::spawn(const ChildSpec& spec, const Signa
   // Also from this side, so the group exists before we signal it whichever
   // runs first (EACCES once the child has exec'd is fine).
   ::setpgid(pid, pid);
-  Child child(pid);
   pipe.close_write();
-  int failure = 0;
-  ssize_t n;
-  do {
-    n = ::read(pipe.read_end, &failure, sizeof failure);
-  } while (n < 0 && errno == EINTR);
-  if (n == 0) return child;  // the pipe closed on exec: the command runs
-
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  child.status_ = 0;  // reaped; nothing for the destructor to do
-  const std::string command = spec.argv.front();
-  if (n != static_cast<ssize_t>(sizeof failure)) {
-    return std::unexpected(SpawnError{kExitSoftware, "cannot start " + command});
-  }
-  const int code = failure == ENOENT || failure == ENOTDIR ? kExitNotFound : kExitCannotExecute;
-  return std::unexpected(SpawnError{code, "cannot run " + command + ": " + std::strerror(failure)});
+  // The exec's outcome is read when the child is reaped, not waited for
+  // here: the tool goes on to watch the child at once (one wait fewer), and
+  // a child that could not exec ends at once with 127 or 126 anyway.
+  return Child(pid, std::exchange(pipe.read_end, -1), spec.argv.front());
 }
 
+Child::Child(pid_t pid, int exec_report, std::string command)
+    : pid_(pid), exec_report_(exec_report), command_(std::move(command)) {}
+
 Child::Child(Child&& other) noexcept
-    : pid_(std::exchange(other.pid_, -1)), status_(std::exchange(other.status_, std::nullopt)) {}
+    : pid_(std::exchange(other.pid_, -1)),
+      exec_report_(std::exchange(other.exec_report_, -1)),
+      command_(std::move(other.command_)),
+      status_(std::exchange(other.status_, std::nullopt)),
+      exec_failure_(std::exchange(other.exec_failure_, std::nullopt)) {}
 
 Child::~Child() {
+  if (exec_report_ >= 0) ::close(exec_report_);
   if (pid_ <= 0 || status_) return;
   ::kill(-pid_, SIGKILL);
   int status = 0;
@@ -142,6 +136,7 @@ std::optional<int> Child::poll_exit() {
     r = ::waitpid(pid_, &status, WNOHANG);
   } while (r < 0 && errno == EINTR);
   if (r != pid_) return std::nullopt;
+  read_exec_report();
   if (WIFEXITED(status)) {
     status_ = WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {
@@ -150,6 +145,24 @@ std::optional<int> Child::poll_exit() {
     return std::nullopt;  // stopped or continued: still ours to wait for
   }
   return status_;
+}
+
+// Once the child is reaped every write end of the pipe is closed (at the
+// exec, or at the child's exit), so this read never blocks: nothing means
+// the command was exec'd; an errno means it could not be.
+void Child::read_exec_report() {
+  if (exec_report_ < 0) return;
+  int failure = 0;
+  ssize_t n;
+  do {
+    n = ::read(exec_report_, &failure, sizeof failure);
+  } while (n < 0 && errno == EINTR);
+  ::close(std::exchange(exec_report_, -1));
+  if (n == static_cast<ssize_t>(sizeof failure)) {
+    exec_failure_ = "cannot run " + command_ + ": " + std::strerror(failure);
+  } else if (n != 0) {
+    exec_failure_ = "cannot start " + command_;
+  }
 }
 
 std::vector<std::string> environment_with(char** environ_entries, const std::string& name,

@@ -12,7 +12,8 @@
 //     to the whole group, so grandchildren stop too.
 //   * The child gets the tool's original signal mask and SIGCHLD disposition
 //     back, and exactly the environment it is given.
-//   * An exec failure is reported through a close-on-exec pipe, so the tool
+//   * An exec failure is reported through a close-on-exec pipe, read when
+//     the child is reaped (spawn() does not wait for the exec), so the tool
 //     can tell "not found" (127) and "cannot execute" (126) from the
 //     command's own exit status.
 //
@@ -50,7 +51,8 @@ struct SpawnError {
 class Child {
  public:
   // Forks and execs. Must run on the main thread after `signals` blocked the
-  // signals; the exec has succeeded when this returns a Child.
+  // signals. Returns once the child is forked; whether its exec succeeded is
+  // known once it is reaped (exec_failure()).
   static std::expected<Child, SpawnError> spawn(const ChildSpec& spec, const SignalSetup& signals);
 
   Child(Child&& other) noexcept;
@@ -70,10 +72,18 @@ class Child {
   // Keeps returning that status once reaped.
   std::optional<int> poll_exit();
 
+  // Once reaped: why the command could not be exec'd (its status is then
+  // 127 or 126), or nullopt when it ran.
+  const std::optional<std::string>& exec_failure() const noexcept { return exec_failure_; }
+
  private:
-  explicit Child(pid_t pid) : pid_(pid) {}
+  Child(pid_t pid, int exec_report, std::string command);
+  void read_exec_report();
   pid_t pid_ = -1;
+  int exec_report_ = -1;  // the pipe's read end until the child is reaped
+  std::string command_;
   std::optional<int> status_;
+  std::optional<std::string> exec_failure_;
 };
 
 // The tool's environment with `name` set to `value` (replacing any earlier

@@ -6,13 +6,17 @@
 // Threads: the main thread only waits (poll on a signalfd and an eventfd).
 // Its only timeouts are the claim's self-fencing deadline and --kill-after;
 // each renewal posts the eventfd so the deadline is read again, and an idle
-// guard wakes only at its renewals. The claim (or --wait) runs on a worker
-// thread so a signal can cancel it through its stop_token, and so does the
-// stand-down (on the same thread, kept asleep in between), so that a signal
-// or --stand-down-timeout ends the tool while the store does not answer. Renewals run on the
-// guard's scheduler threads, which post the loss of the claim to the eventfd. Waking at the
-// self-fencing deadline (Claim's accessors never wait for a store call) stops the child on time
-// even if the library's own check were late.
+// guard wakes only at its renewals. The claim (or --wait) runs as a task of
+// the guard's scheduler, so a signal can cancel it through its stop_token,
+// and so does the stand-down, so that a signal or --stand-down-timeout ends
+// the tool while the store does not answer. The scheduler has one worker:
+// the claim, the upkeep after it, the renewals and the stand-down run on it
+// in turn (the earliest due first), and it posts the loss of the claim to the
+// eventfd. One worker is enough because the main thread wakes at the
+// self-fencing deadline itself (Claim's accessors never wait for a store
+// call) and stops the child on time even when the library's own check waits
+// behind a renewal stuck in the store. A claim and its stand-down thus cost
+// two threads, this one and the worker.
 
 #include <unistd.h>
 
@@ -27,7 +31,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "child.hpp"
@@ -287,52 +290,40 @@ struct Events {
   }
 };
 
-// The one thread the claim and the stand-down run on, in turn, while the main
-// thread watches for signals: started at the first job, then kept (asleep)
-// for the next, so a claim and its stand-down cost one thread, not two. Each
-// job posts `done` when it returns. request_stop() reaches the running job's
-// stop_token (the claim's); a later job sees it requested too and ignores it.
-// settle() makes what the job wrote visible to the caller (the eventfd behind
-// `done` is not a C++ synchronisation; this mutex is).
-class Worker {
+// The claim and the stand-down, run in turn as tasks of the guard's
+// scheduler while the main thread watches for signals, so they cost no
+// thread of their own. Each job posts `done` when it returns. request_stop()
+// reaches the running job's stop_token (the claim's); a later job sees it
+// requested too and ignores it. settle() makes what the job wrote visible to
+// the caller (the eventfd behind `done` is not a C++ synchronisation; this
+// mutex is).
+class Errands {
  public:
-  Worker() = default;
-  Worker(const Worker&) = delete;
-  Worker& operator=(const Worker&) = delete;
-  ~Worker() {
-    if (!thread_.joinable()) return;
-    {
-      const std::lock_guard lock(mu_);
-      quit_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
+  explicit Errands(std::shared_ptr<Scheduler> scheduler) : scheduler_(std::move(scheduler)) {}
+  Errands(const Errands&) = delete;
+  Errands& operator=(const Errands&) = delete;
 
-  // Runs `job` on the worker; returns at once. One job at a time: the caller
-  // waits for `done` before posting the next.
+  const std::shared_ptr<Scheduler>& scheduler() const noexcept { return scheduler_; }
+
+  // Runs `job` on the scheduler; returns at once. One job at a time: the
+  // caller waits for `done` (and settle()) before posting the next.
   void post(std::function<void(std::stop_token)> job, const Wakeup& done) {
     {
       const std::lock_guard lock(mu_);
       busy_ = true;
-      job_ = [this, job = std::move(job), &done](std::stop_token stop) {
-        job(stop);
-        {
-          const std::lock_guard done_lock(mu_);
-          busy_ = false;
-        }
-        cv_.notify_all();
-        done.notify();
-      };
     }
-    if (!thread_.joinable()) {
-      thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
-    } else {
+    scheduler_->schedule(Duration::zero(), [this, job = std::move(job), &done] {
+      job(stop_.get_token());
+      {
+        const std::lock_guard lock(mu_);
+        busy_ = false;
+      }
       cv_.notify_all();
-    }
+      done.notify();
+    });
   }
 
-  void request_stop() { thread_.request_stop(); }
+  void request_stop() { stop_.request_stop(); }
 
   // After `done` was posted: returns once the job has finished (at once).
   void settle() {
@@ -341,35 +332,25 @@ class Worker {
   }
 
  private:
-  void loop(std::stop_token stop) {
-    std::unique_lock lock(mu_);
-    for (;;) {
-      cv_.wait(lock, [&] { return job_ || quit_; });
-      if (!job_) return;
-      auto job = std::move(job_);
-      job_ = nullptr;
-      lock.unlock();
-      job(stop);
-      lock.lock();
-    }
-  }
-
+  std::shared_ptr<Scheduler> scheduler_;
+  std::stop_source stop_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::function<void(std::stop_token)> job_;
-  bool quit_ = false;
   bool busy_ = false;
-  std::jthread thread_;  // last: started after, joined before, what it uses
 };
 
 // The main thread's part of `run`: claims, starts the child and watches it
 // (signals, its exit, the loss of the claim), then stands down. The claim and
-// the stand-down run on the worker thread while the main thread watches for
-// signals; one Supervisor runs one child.
+// the stand-down run on the guard's scheduler while the main thread watches
+// for signals; one Supervisor runs one child.
 class Supervisor {
  public:
   Supervisor(Events& events, const RunPlan& plan, Logger& log)
-      : events_(events), plan_(plan), log_(log) {
+      : events_(events),
+        plan_(plan),
+        log_(log),
+        errands_(thread_scheduler(1))  // one worker: see the top of this file
+  {
     if (plan.metrics_file) metrics_.emplace(*plan.metrics_file, log);
   }
   Supervisor(const Supervisor&) = delete;
@@ -392,7 +373,7 @@ class Supervisor {
   // --on-lost=terminate ends the tool with 75 once the child has stopped.
   int run_child(Claim& claim, const ChildSpec& spec);
 
-  // Stands the claim down on the worker thread while the main thread watches
+  // Stands the claim down on the guard's scheduler while the main thread watches
   // for signals, and returns once it is done. A signal meanwhile, or
   // --stand-down-timeout passing (a store that does not answer), ends the tool
   // at once with `exit_code`: the record then expires on its own.
@@ -417,12 +398,13 @@ class Supervisor {
   std::optional<std::string> lost_;  // why the claim was lost, when it was
   std::optional<MonoTime> kill_at_;  // stopping the child: when SIGKILL follows
   bool killed_ = false;
-  Worker worker_;  // last: joined before what its jobs use goes
+  Errands errands_;  // the guard's scheduler: its last owner joins its workers
 };
 
 GuardOptions Supervisor::guard_options(std::shared_ptr<Logger> logger) {
   GuardOptions options = plan_.guard;
   options.logger = std::move(logger);
+  options.scheduler = errands_.scheduler();
   // Runs on the renewal thread: only records why and wakes the main thread.
   options.on_lost = [this](const Error& why) {
     if (metrics_) metrics_->ended();
@@ -441,13 +423,13 @@ GuardOptions Supervisor::guard_options(std::shared_ptr<Logger> logger) {
 ClaimOutcome Supervisor::claim(Guard& guard, const std::optional<WaitOptions>& wait) {
   Wakeup done;
   std::optional<ClaimResult> result;
-  worker_.post(
+  errands_.post(
       [&](std::stop_token stop) {
         result.emplace(wait ? guard.claim_waiting(*wait, stop) : guard.claim(stop));
       },
       done);
   const std::optional<int> stopped_by = wait_for_claim(done);
-  worker_.settle();
+  errands_.settle();
 
   if (stopped_by) {
     const int code = exit_code_for_signal(*stopped_by);
@@ -457,7 +439,7 @@ ClaimOutcome Supervisor::claim(Guard& guard, const std::optional<WaitOptions>& w
   return claim_outcome(std::move(*result), guard.store());
 }
 
-// Waits for the claim's worker to finish; returns the signal that stopped it,
+// Waits for the claim's job to finish; returns the signal that stopped it,
 // if one did.
 std::optional<int> Supervisor::wait_for_claim(const Wakeup& done) {
   std::optional<int> stopped_by;
@@ -469,7 +451,7 @@ std::optional<int> Supervisor::wait_for_claim(const Wakeup& done) {
       if (!stopped_by) {
         stopped_by = sig;
         log_.info("signal during the claim; stopping it", {{"signal", signal_name(sig)}});
-        worker_.request_stop();
+        errands_.request_stop();
       } else if (!finished) {
         log_.warn("second signal; exiting without waiting for the store",
                   {{"signal", signal_name(sig)}});
@@ -504,6 +486,11 @@ int Supervisor::run_child(Claim& claim, const ChildSpec& spec) {
              {{"pid", std::to_string(child->pid())}, {"command", spec.argv.front()}});
 
   const int status = watch(*child, claim);
+  if (const auto& failure = child->exec_failure()) {
+    log_.error(*failure);
+    stand_down(claim, status);
+    return status;
+  }
   if (lost_ && plan_.on_lost.terminate) exit_lost(claim, status);
   log_.info("child exited; standing down", {{"status", std::to_string(status)}});
   stand_down(claim, status);
@@ -602,16 +589,16 @@ void Supervisor::stand_down(Claim& claim, int exit_code) {
   const std::string expires_at = format_rfc3339(claim.record().expires_at);
   const Wakeup done;
   Result<void> result;
-  worker_.post([&](std::stop_token) { result = claim.stand_down(); }, done);
+  errands_.post([&](std::stop_token) { result = claim.stand_down(); }, done);
   wait_for_stand_down(done, exit_code, expires_at);
-  worker_.settle();
+  errands_.settle();
   if (!result) {
     log_.warn("stand down failed; the record expires on its own",
               {{"error", result.error().message}, {"expires_at", expires_at}});
   }
 }
 
-// Returns once the stand-down's worker posts `done`; ends the tool with
+// Returns once the stand-down's job posts `done`; ends the tool with
 // `exit_code` at a signal or when --stand-down-timeout passes first.
 void Supervisor::wait_for_stand_down(const Wakeup& done, int exit_code,
                                      const std::string& expires_at) {

@@ -1,5 +1,6 @@
 #include "instance/scheduler.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -14,7 +15,7 @@ Scheduler::~Scheduler() = default;
 namespace {
 
 // Worker threads that block on a condition variable until the earliest task
-// is due, so an idle scheduler never wakes up. Up to two workers, so one task
+// is due, so an idle scheduler never wakes up. Up to two workers (by default), so one task
 // stuck in a slow store call (a renewal) cannot hold back another that must
 // run on time (the self-fencing check). They start when needed, not before:
 // the first at the first schedule(), the second only when a task is due or
@@ -53,10 +54,14 @@ class ThreadScheduler final : public Scheduler {
   }
 
   TaskId schedule(Duration delay, std::function<void()> task) override {
-    std::lock_guard lock(state_->mu);
-    const TaskId id = state_->next_id++;
-    state_->tasks.emplace(BootClock::now() + delay, Task{id, std::move(task)});
-    if (state_->idle == 0) state_->start_worker();
+    TaskId id;
+    {
+      std::lock_guard lock(state_->mu);
+      id = state_->next_id++;
+      state_->tasks.emplace(BootClock::now() + delay, Task{id, std::move(task)});
+      if (state_->idle == 0) state_->start_worker();
+    }
+    // After the lock is let go, so a worker it wakes does not block on it.
     state_->cv.notify_all();
     return id;
   }
@@ -80,7 +85,7 @@ class ThreadScheduler final : public Scheduler {
 
   struct State : std::enable_shared_from_this<State> {
     std::mutex mu;
-    std::condition_variable_any cv;
+    std::condition_variable cv;
     std::multimap<MonoTime, Task> tasks;
     TaskId next_id = 1;
     std::vector<std::thread> workers;
@@ -127,6 +132,8 @@ class ThreadScheduler final : public Scheduler {
 
 }  // namespace
 
-std::shared_ptr<Scheduler> thread_scheduler() { return std::make_shared<ThreadScheduler>(2); }
+std::shared_ptr<Scheduler> thread_scheduler(std::size_t max_workers) {
+  return std::make_shared<ThreadScheduler>(std::max<std::size_t>(max_workers, 1));
+}
 
 }  // namespace instance

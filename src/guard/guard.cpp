@@ -10,6 +10,7 @@
 #include <atomic>
 #include <climits>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <utility>
@@ -119,11 +120,15 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   std::vector<DeadRecord> dead;
   // The records the claim proved stale, removed after it was granted.
   std::vector<StaleRecord> stale;
-  TaskId housekeeping = 0;  // the upkeep after the claim: our tenure, stale records, the history
-  // Held while the upkeep runs, so a stand-down waits for one in flight
-  // rather than returning (and the process exiting) halfway through it.
+  TaskId housekeeping = 0;  // the upkeep's next turn: our tenure, stale records, the history
+  // Held while a turn of the upkeep runs, so a stand-down waits for one in
+  // flight rather than returning (and the process exiting) halfway through
+  // it; guards housekeeping (rescheduled by each turn), upkept and
+  // next_stale.
   std::mutex upkeep_mu;
-  bool housekept = false;  // guarded by upkeep_mu
+  enum class Upkept { nothing, tenure, all };
+  Upkept upkept = Upkept::nothing;
+  std::size_t next_stale = 0;  // stale[next_stale..] are still to remove
 
   Context context() const {
     return Context{*store, *options->clock, *options->logger, *options, key, self, mode};
@@ -342,28 +347,47 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
       history_kept = tenure_key.has_value();
     }
     if (stale.empty() && !history_kept) return;
+    std::lock_guard once(upkeep_mu);
+    schedule_upkeep_turn();
+  }
+
+  // The upkeep's next turn, at once (requires upkeep_mu).
+  void schedule_upkeep_turn() {
     housekeeping = options->scheduler->schedule(Duration::zero(), [weak = weak_from_this()] {
-      if (auto self_ptr = weak.lock()) self_ptr->upkeep();
+      auto self_ptr = weak.lock();
+      if (!self_ptr) return;
+      std::lock_guard once(self_ptr->upkeep_mu);
+      if (self_ptr->upkeep_turn(kRemovalsPerTurn)) self_ptr->schedule_upkeep_turn();
     });
   }
 
-  // Once per claim, after it was granted: writes our tenure, removes the
-  // records the claim proved stale, each only if it is still the version
-  // judged (a record its owner rewrote meanwhile stays), then keeps the
-  // history.
-  void upkeep() {
-    std::lock_guard once(upkeep_mu);
-    if (std::exchange(housekept, true)) return;
-    {
-      std::lock_guard history_lock(history_mu);
-      if (tenure_key && !tenure.ended_at) write_tenure("the claim's tenure");
+  // Stale records one turn of the scheduled upkeep removes: a renewal that
+  // falls due meanwhile runs between two turns, even on a scheduler with one
+  // worker (the earliest due task runs first).
+  static constexpr std::size_t kRemovalsPerTurn = 16;
+
+  // Once per claim, after it was granted, in turns (requires upkeep_mu):
+  // writes our tenure, removes at most `removals` of the records the claim
+  // proved stale, each only if it is still the version judged (a record its
+  // owner rewrote meanwhile stays), and once none is left keeps the history.
+  // Returns whether anything is left for another turn.
+  bool upkeep_turn(std::size_t removals) {
+    if (upkept == Upkept::all) return false;
+    if (upkept == Upkept::nothing) {
+      {
+        std::lock_guard history_lock(history_mu);
+        if (tenure_key && !tenure.ended_at) write_tenure("the claim's tenure");
+      }
+      std::sort(stale.begin(), stale.end(),
+                [](const StaleRecord& a, const StaleRecord& b) { return a.key < b.key; });
+      upkept = Upkept::tenure;
     }
-    std::sort(stale.begin(), stale.end(),
-              [](const StaleRecord& a, const StaleRecord& b) { return a.key < b.key; });
-    for (std::size_t i = 0; i < stale.size(); ++i) {
+    for (; next_stale < stale.size() && removals > 0; ++next_stale) {
       // verify scans twice: the same record may be listed twice; the later
       // judgement (its version last read) counts.
+      const std::size_t i = next_stale;
       if (i + 1 < stale.size() && stale[i + 1].key == stale[i].key) continue;
+      --removals;
       const StaleRecord& s = stale[i];
       auto removed = store->remove_if(s.key, s.version);
       if (removed) {
@@ -375,13 +399,16 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
                    {{"key", s.key.str()}, {"error", removed.error().message}});
       }
     }
+    if (next_stale < stale.size()) return true;
     stale.clear();
+    upkept = Upkept::all;
     bool history_kept;
     {
       std::lock_guard history_lock(history_mu);
       history_kept = tenure_key.has_value();
     }
     if (history_kept) keep_history();
+    return false;
   }
 
   void close_tenure(std::string end, std::string reason, WallTime at) {
@@ -463,14 +490,17 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
     const WallTime ended = options->clock->wall();
     auto released = protocol->release(context(), work);
     // Our tenure closed (and so written, opened and closed at once, when
-    // the upkeep has not written it yet), then the upkeep after the claim,
-    // after the release, so a successor never waits for it: run now when it
-    // has not started (a short claim), or waited for when it is under way,
-    // so that it is never cut off by the process exiting (a dead holder's
-    // tenure left open, a stale record left).
+    // the upkeep has not written it yet), then what is left of the upkeep
+    // after the claim, after the release, so a successor never waits for
+    // it: a turn under way is waited for and the rest runs now (all of it
+    // after a short claim), so that it is never cut off by the process
+    // exiting (a dead holder's tenure left open, a stale record left).
     close_tenure("stood_down", "", ended);
-    options->scheduler->cancel(housekeeping);
-    upkeep();
+    {
+      std::lock_guard once(upkeep_mu);
+      options->scheduler->cancel(housekeeping);
+      (void)upkeep_turn(std::numeric_limits<std::size_t>::max());  // all that is left
+    }
     if (!released) {
       log().warn("stand-down could not release the claim; it expires on its own",
                  {{"id", id},

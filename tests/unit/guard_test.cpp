@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "instance/stores/counting.hpp"
@@ -131,6 +132,36 @@ TEST_F(GuardTest, TakesOverAnExpiredRecordAndDeletesIt) {
   scheduler->run_due();
   EXPECT_FALSE(exists("old"));
   EXPECT_TRUE(logger->contains("removed a stale record"));
+}
+
+// The upkeep removes stale records in turns of at most 16, each a task of its
+// own, so a renewal that falls due meanwhile runs between two turns, even on
+// a scheduler with one worker (the tool's), instead of waiting for them all.
+TEST_F(GuardTest, StaleRecordsAreRemovedInTurnsAndARenewalDueRunsBetweenThem) {
+  for (int i = 0; i < 40; ++i) put_record("old-" + std::to_string(100 + i), clock->wall() - 1h);
+  auto c = claim("new", 30s);
+  clock->advance(10s);  // the renewal (ttl/3) is due too, behind the upkeep's first turn
+  EXPECT_EQ(scheduler->run_due(), 4);  // three turns of the upkeep (16, 16, 8) and the renewal
+  std::vector<std::string> order;
+  for (const auto& line : logger->lines()) {
+    if (line.message == "removed a stale record" || line.message == "renewed") {
+      order.push_back(line.message == "renewed" ? "renewal" : "removal");
+    }
+  }
+  ASSERT_EQ(order.size(), 41u);
+  EXPECT_EQ(std::count(order.begin(), order.begin() + 16, "removal"), 16);
+  EXPECT_EQ(order[16], "renewal");  // after the first turn, before the rest
+  for (int i = 0; i < 40; ++i) EXPECT_FALSE(exists("old-" + std::to_string(100 + i)));
+  EXPECT_TRUE(c.stand_down());
+}
+
+// A stand-down runs whatever turns of the upkeep are left, at once.
+TEST_F(GuardTest, AStandDownRemovesTheStaleRecordsTheUpkeepHasNotReachedYet) {
+  for (int i = 0; i < 40; ++i) put_record("old-" + std::to_string(100 + i), clock->wall() - 1h);
+  auto c = claim("new", 30s);
+  ASSERT_TRUE(c.stand_down());
+  for (int i = 0; i < 40; ++i) EXPECT_FALSE(exists("old-" + std::to_string(100 + i)));
+  EXPECT_EQ(scheduler->run_due(), 0);  // no turn left behind
 }
 
 TEST_F(GuardTest, RenewalKeepsTheRecordLive) {

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <future>
+#include <mutex>
+#include <string>
 #include <thread>
 
 #include "instance/scheduler.hpp"
@@ -135,6 +137,42 @@ TEST(ThreadScheduler, StartsItsSecondThreadOnlyWhenATaskMustWait) {
   // watches them.
   EXPECT_EQ(thread_count(), before + 2);
   release.set_value();
+}
+
+// With one worker (the tool's: its main thread watches the self-fencing
+// deadline itself) tasks run in turn on one thread, the earliest due first,
+// even while a task is busy and others wait.
+TEST(ThreadScheduler, WithOneWorkerRunsTasksInTurnOnOneThread) {
+  const std::size_t before = thread_count();
+  auto s = thread_scheduler(1);
+  std::promise<void> release, started;
+  auto released = release.get_future().share();
+  std::mutex mu;
+  std::string order;
+  std::promise<std::string> done;
+  s->schedule(0s, [&, released] {
+    started.set_value();
+    released.wait();
+    std::lock_guard lock(mu);
+    order += "a";
+  });
+  started.get_future().wait();
+  // Queued while the first runs: the later-due one scheduled first.
+  s->schedule(20ms, [&] {
+    std::lock_guard lock(mu);
+    order += "c";
+    done.set_value(order);
+  });
+  s->schedule(0s, [&] {
+    std::lock_guard lock(mu);
+    order += "b";
+  });
+  EXPECT_EQ(thread_count(), before + 1);  // nobody else watches the queue
+  release.set_value();
+  auto f = done.get_future();
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(f.get(), "abc");
+  EXPECT_EQ(thread_count(), before + 1);
 }
 
 TEST(ManualScheduler, RunsTasksOnlyWhenTheClockReachesThem) {
