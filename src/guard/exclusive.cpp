@@ -607,7 +607,9 @@ class Exclusive final : public Protocol {
                 .host = ctx.self.host,
                 .pid = ctx.self.pid,
                 .boot_id = ctx.self.boot_id,
-                .pid_ns = ctx.self.pid_ns};
+                .pid_ns = ctx.self.pid_ns,
+                .machine_id = ctx.self.machine_id,
+                .written_at = now};
     // Under a native lock, its token: what a successor on this host ends
     // the lock with once our process is gone (end_dead_holders_lock).
     if (native_) lease.lock_token = held.lock_token;

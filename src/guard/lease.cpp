@@ -24,6 +24,8 @@ std::string encode_lease(const Lease& lease) {
   if (lease.pid) j["pid"] = *lease.pid;
   j["boot_id"] = lease.boot_id;
   j["pid_ns"] = lease.pid_ns;
+  if (!lease.machine_id.empty()) j["machine_id"] = lease.machine_id;
+  if (lease.written_at) j["written_at"] = format_rfc3339(*lease.written_at);
   j["released"] = lease.released;
   if (!lease.lock_token.empty()) j["lock_token"] = lease.lock_token;
   if (lease.lock_expires_at) j["lock_expires_at"] = format_rfc3339(*lease.lock_expires_at);
@@ -69,6 +71,8 @@ Result<Lease> decode_lease(std::string_view bytes) {
     if (j.contains("pid")) lease.pid = j.at("pid").get<std::int64_t>();
     lease.boot_id = j.value("boot_id", "");
     lease.pid_ns = j.value("pid_ns", "");
+    lease.machine_id = j.value("machine_id", "");
+    lease.written_at = optional_time(j, "written_at");
     lease.released = j.value("released", false);
     lease.lock_token = j.value("lock_token", "");
     lease.lock_expires_at = optional_time(j, "lock_expires_at");

@@ -32,6 +32,8 @@ struct Lease {
   std::optional<std::int64_t> pid;
   std::string boot_id;
   std::string pid_ns;
+  std::string machine_id;              // "" when unknown (older guards write none)
+  std::optional<WallTime> written_at;  // when the holder wrote it (older guards: none)
   bool released = false;
   // Under a store lock: the token of the lock the holder wrote this document
   // under (a successor ends it by that token once the holder is proven dead
@@ -44,13 +46,18 @@ struct Lease {
   // holder, for the guarantee line and `status`.
   std::optional<WallTime> locks_outlive_grant;
 
-  // The lease as a record, for liveness and for naming the holder.
+  // The lease as a record, for liveness and for naming the holder: with its
+  // machine id and the time it was written, an earlier boot of this
+  // machine's holder is judged dead as its record is (of_earlier_boot).
   Record as_record() const {
     return Record{.id = holder,
+                  .started_at = written_at.value_or(WallTime{}),
                   .expires_at = expires_at,
                   .host = host,
                   .pid = pid,
+                  .renewed_at = written_at,
                   .boot_id = boot_id,
+                  .machine_id = machine_id,
                   .pid_ns = pid_ns};
   }
 };

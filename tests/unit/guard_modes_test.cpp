@@ -716,6 +716,33 @@ TEST_F(ModesTest, WakeUpsThatEndInRefusalsFallBackToPolling) {
   EXPECT_GE(waking->keys.size(), 4u);
 }
 
+// On a compare-and-set store the lease document is the lock: one written by
+// an earlier boot of this machine (its machine id and host, another boot
+// id) is taken as soon as its holder is a third of its window plus max-skew
+// overdue, as its record is, not after its expiry; a lease of another
+// machine id keeps its holder until it expires.
+TEST_F(ModesTest, AnExclusiveLeaseOfAnEarlierBootOfThisMachineIsTakenOnceOverdue) {
+  auto old = options("a", Mode::exclusive);
+  old.host = "host-b";
+  old.boot_id = "old-boot";
+  old.machine_id = "machine-1";
+  auto a = Guard::create(store, old).value().claim().value();
+  auto opts = options("b", Mode::exclusive);
+  opts.machine_id = "machine-1";
+  opts.booted_at = clock->wall() + 5s;  // the host rebooted 5 s after a's claim
+  clock->advance(10s);                  // under a third of the window (10 s) plus max-skew
+  EXPECT_FALSE(Guard::create(store, opts).value().claim().has_value());
+  clock->advance(10s);  // 20 s: overdue, though the lease runs 10 s more
+  auto on_another_machine = opts;
+  on_another_machine.machine_id = "machine-2";
+  auto other = Guard::create(store, on_another_machine).value().claim();
+  ASSERT_FALSE(other.has_value());
+  EXPECT_EQ(other.error().holder->record->id, "a");
+  auto b = Guard::create(store, opts).value().claim();
+  ASSERT_TRUE(b.has_value()) << b.error().error.message;
+  EXPECT_EQ(b->epoch(), std::optional<std::uint64_t>(2));
+}
+
 TEST_F(ModesTest, BadTimingOptionsAreRejected) {
   auto o = options("a", Mode::verify);
   o.max_skew = 15s;  // half the ttl
