@@ -76,6 +76,15 @@ class ModesTest : public ::testing::Test {
             .boot_id = "boot",
             .pid_ns = "pidns"};
   }
+  // An exclusive holder `id` that ran on b's host and machine (machine-1)
+  // in an earlier boot; b is given machine-1 by the test.
+  GuardOptions earlier_boot_of_b(std::string id) {
+    auto old = options(std::move(id), Mode::exclusive);
+    old.host = "host-b";
+    old.boot_id = "old-boot";
+    old.machine_id = "machine-1";
+    return old;
+  }
   Guard guard(std::string id, Mode mode, std::shared_ptr<Store> s = nullptr) {
     return Guard::create(s ? s : store, options(std::move(id), mode)).value();
   }
@@ -722,11 +731,7 @@ TEST_F(ModesTest, WakeUpsThatEndInRefusalsFallBackToPolling) {
 // overdue, as its record is, not after its expiry; a lease of another
 // machine id keeps its holder until it expires.
 TEST_F(ModesTest, AnExclusiveLeaseOfAnEarlierBootOfThisMachineIsTakenOnceOverdue) {
-  auto old = options("a", Mode::exclusive);
-  old.host = "host-b";
-  old.boot_id = "old-boot";
-  old.machine_id = "machine-1";
-  auto a = Guard::create(store, old).value().claim().value();
+  auto a = Guard::create(store, earlier_boot_of_b("a")).value().claim().value();
   auto opts = options("b", Mode::exclusive);
   opts.machine_id = "machine-1";
   opts.booted_at = clock->wall() + 5s;  // the host rebooted 5 s after a's claim
@@ -820,11 +825,7 @@ TEST_P(LeaseTest, ADeadHolderOnThisHostHasItsLockEndedAtOnceByItsToken) {
 }
 
 TEST_P(LeaseTest, AHolderOfAnEarlierBootOfThisMachineHasItsLockEndedByItsToken) {
-  auto old = options("a", Mode::exclusive);
-  old.host = "host-b";
-  old.boot_id = "old-boot";
-  old.machine_id = "machine-1";
-  auto a = Guard::create(store, old).value().claim().value();
+  auto a = Guard::create(store, earlier_boot_of_b("a")).value().claim().value();
   clock->advance(20s);  // the host rebooted 5 s ago; the store holds a's lock for 10 s more
   auto opts = options("b", Mode::exclusive);
   opts.machine_id = "machine-1";
