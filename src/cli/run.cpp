@@ -345,12 +345,9 @@ class Errands {
 // for signals; one Supervisor runs one child.
 class Supervisor {
  public:
+  // The guard's scheduler has one worker (see the top of this file).
   Supervisor(Events& events, const RunPlan& plan, Logger& log)
-      : events_(events),
-        plan_(plan),
-        log_(log),
-        errands_(thread_scheduler(1))  // one worker: see the top of this file
-  {
+      : events_(events), plan_(plan), log_(log), errands_(thread_scheduler(1)) {
     if (plan.metrics_file) metrics_.emplace(*plan.metrics_file, log);
   }
   Supervisor(const Supervisor&) = delete;
