@@ -484,12 +484,11 @@ int Supervisor::run_child(Claim& claim, const ChildSpec& spec) {
 
   const int status = watch(*child, claim);
   if (const auto& failure = child->exec_failure()) {
-    log_.error(*failure);
-    stand_down(claim, status);
-    return status;
+    log_.error(*failure);  // it never ran: 127 or 126
+  } else {
+    if (lost_ && plan_.on_lost.terminate) exit_lost(claim, status);
+    log_.info("child exited; standing down", {{"status", std::to_string(status)}});
   }
-  if (lost_ && plan_.on_lost.terminate) exit_lost(claim, status);
-  log_.info("child exited; standing down", {{"status", std::to_string(status)}});
   stand_down(claim, status);
   return status;
 }

@@ -126,7 +126,9 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
   // it; guards housekeeping (rescheduled by each turn), upkept and
   // next_stale.
   std::mutex upkeep_mu;
-  enum class Upkept { nothing, tenure, all };
+  // nothing yet; our tenure written and the stale records sorted, their
+  // removals under way; all done.
+  enum class Upkept { nothing, removing, all };
   Upkept upkept = Upkept::nothing;
   std::size_t next_stale = 0;  // stale[next_stale..] are still to remove
 
@@ -380,7 +382,7 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
       }
       std::sort(stale.begin(), stale.end(),
                 [](const StaleRecord& a, const StaleRecord& b) { return a.key < b.key; });
-      upkept = Upkept::tenure;
+      upkept = Upkept::removing;
     }
     for (; next_stale < stale.size() && removals > 0; ++next_stale) {
       // verify scans twice: the same record may be listed twice; the later

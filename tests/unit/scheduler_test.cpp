@@ -140,8 +140,8 @@ TEST(ThreadScheduler, StartsItsSecondThreadOnlyWhenATaskMustWait) {
 }
 
 // With one worker (the tool's: its main thread watches the self-fencing
-// deadline itself) tasks run in turn on one thread, the earliest due first,
-// even while a task is busy and others wait.
+// deadline itself) tasks run in turn on one thread: those queued while one
+// runs wait for it, however long it takes, and then run in due order.
 TEST(ThreadScheduler, WithOneWorkerRunsTasksInTurnOnOneThread) {
   const std::size_t before = thread_count();
   auto s = thread_scheduler(1);
@@ -157,15 +157,16 @@ TEST(ThreadScheduler, WithOneWorkerRunsTasksInTurnOnOneThread) {
     order += "a";
   });
   started.get_future().wait();
-  // Queued while the first runs: the later-due one scheduled first.
-  s->schedule(20ms, [&] {
-    std::lock_guard lock(mu);
-    order += "c";
-    done.set_value(order);
-  });
+  // Queued while the first runs: with a second worker, b would run before
+  // a ends.
   s->schedule(0s, [&] {
     std::lock_guard lock(mu);
     order += "b";
+  });
+  s->schedule(0s, [&] {
+    std::lock_guard lock(mu);
+    order += "c";
+    done.set_value(order);
   });
   EXPECT_EQ(thread_count(), before + 1);  // nobody else watches the queue
   release.set_value();
