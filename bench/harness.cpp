@@ -182,19 +182,22 @@ void ensure_stale(Store& store, int n, WallTime now) {
 // Categories, so that create vs replace (first lease vs later) do not matter.
 struct Expected {
   std::uint64_t lists = 0, gets = 0, writes = 0, removes = 0, lock_ops = 0, batches = 0;
+  std::uint64_t prefix_reads = 0;  // get_all: a listing with its reads
   // claim_lease, renew_lease and end_lease on a store with atomic_lease:
   // each one request, whatever it reads and writes.
   std::uint64_t leases = 0;
   std::uint64_t total() const {
-    return lists + gets + writes + removes + lock_ops + batches + leases;
+    return lists + gets + writes + removes + lock_ops + batches + prefix_reads + leases;
   }
 };
 
-// The reads of a scan of `k` listed records: one get each, or with
-// batch_reads one get_many per 64 (src/guard/records.cpp, kReadBatch).
-Expected scan_reads(const Capabilities& caps, std::uint64_t k) {
-  if (caps.batch_reads) return {.batches = (k + 63) / 64};
-  return {.gets = k};
+// A scan of `k` listed records (src/guard/records.cpp, scan_others): one
+// get_all with prefix_reads; else the listing and one get each, or with
+// batch_reads one get_many per 64 (kReadBatch).
+Expected scan(const Capabilities& caps, std::uint64_t k) {
+  if (caps.prefix_reads) return {.prefix_reads = 1};
+  if (caps.batch_reads) return {.lists = 1, .batches = (k + 63) / 64};
+  return {.lists = 1, .gets = k};
 }
 
 Expected operator+(Expected a, const Expected& b) {
@@ -204,6 +207,7 @@ Expected operator+(Expected a, const Expected& b) {
   a.removes += b.removes;
   a.lock_ops += b.lock_ops;
   a.batches += b.batches;
+  a.prefix_reads += b.prefix_reads;
   a.leases += b.leases;
   return a;
 }
@@ -224,21 +228,21 @@ Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, s
   } else if (phase == "claim") {
     switch (mode) {
       case Mode::announce:  // list, read each, [blindly delete each stale,] write
-        e = Expected{.lists = 1, .writes = 1, .removes = cond ? 0 : n} + scan_reads(caps, n);
+        e = Expected{.writes = 1, .removes = cond ? 0 : n} + scan(caps, n);
         break;
       case Mode::verify:  // scan, write claiming, scan again, rewrite held
         // The second scan reads what its listing shows: the stale records,
         // still there, and our own claiming record (skipped by its id once
         // read).
-        e = Expected{.lists = 2, .writes = 2} + scan_reads(caps, n) + scan_reads(caps, n + 1);
+        e = Expected{.writes = 2} + scan(caps, n) + scan(caps, n + 1);
         break;
       default:  // exclusive
         if (atomic) {
           e = {.leases = 1};
         } else if (caps.native_lease) {  // lock, read lease, scan, write lease, write record
-          e = Expected{.lists = 1, .gets = 1, .writes = 2, .lock_ops = 1} + scan_reads(caps, n);
+          e = Expected{.gets = 1, .writes = 2, .lock_ops = 1} + scan(caps, n);
         } else {  // read lease, scan, compare-and-set lease, write record
-          e = Expected{.lists = 1, .gets = 1, .writes = 2} + scan_reads(caps, n);
+          e = Expected{.gets = 1, .writes = 2} + scan(caps, n);
         }
     }
   } else if (phase == "renew") {
@@ -247,7 +251,7 @@ Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, s
         e = {.writes = 1};
         break;
       case Mode::verify:  // rewrite ours, scan for a collision (ours read too)
-        e = Expected{.lists = 1, .writes = 1} + scan_reads(caps, (cond ? 0 : n) + 1);
+        e = Expected{.writes = 1} + scan(caps, (cond ? 0 : n) + 1);
         break;
       default:  // [refresh lock,] lease, record
         e = atomic ? Expected{.leases = 1}
@@ -269,7 +273,7 @@ Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, s
 bool matches(const RequestCounts& c, const Expected& e) {
   return c[StoreOp::list] == e.lists && c[StoreOp::get] == e.gets && c.writes() == e.writes &&
          c.removes() == e.removes && c.lock_ops() == e.lock_ops &&
-         c[StoreOp::get_many] == e.batches &&
+         c[StoreOp::get_many] == e.batches && c[StoreOp::get_all] == e.prefix_reads &&
          c[StoreOp::claim_lease] + c[StoreOp::renew_lease] + c[StoreOp::end_lease] == e.leases;
 }
 

@@ -99,6 +99,10 @@ struct Capabilities {
   // rather than one get() after another: the guard reads the records it
   // scans that way.
   bool batch_reads = false;
+  // get_all() reads every document under a prefix in one request (an etcd
+  // range, one query), rather than a listing and then its reads: the guard
+  // reads the records it scans that way.
+  bool prefix_reads = false;
   // With native_lease: claim_lease(), renew_lease() and end_lease() each do
   // their whole work in one request (a script, a statement, a
   // transaction), rather than the default's one call after another.
@@ -236,6 +240,13 @@ class INSTANCE_EXPORT Store {
   // capabilities().batch_reads it is one request (or a few at once); the
   // default calls get() for each key in turn.
   virtual Result<std::vector<Result<Document>>> get_many(std::span<const Key> keys);
+
+  // Every document under `prefix` as list() names them, each with what get()
+  // of it gives (a document, or Errc::malformed), in no particular order; a
+  // document removed while it is read is left out. The outer error is a
+  // failure of the whole request. With capabilities().prefix_reads it is one
+  // request; the default is list(), then get_many() of what it listed.
+  virtual Result<std::vector<std::pair<Key, Result<Document>>>> get_all(const Key& prefix);
 
   // Writes a new document; Errc::already_exists when the key exists. Returns
   // the new version (empty when the store has none). Only atomic against

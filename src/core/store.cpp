@@ -19,6 +19,25 @@ Result<std::vector<Result<Document>>> Store::get_many(std::span<const Key> keys)
   return out;
 }
 
+Result<std::vector<std::pair<Key, Result<Document>>>> Store::get_all(const Key& prefix) {
+  auto keys = list(prefix);
+  if (!keys) return std::unexpected(keys.error());
+  auto docs = get_many(*keys);
+  if (!docs) return std::unexpected(docs.error());
+  if (docs->size() != keys->size()) {
+    return fail(Errc::malformed, describe() + " answered " + std::to_string(docs->size()) +
+                                     " documents for " + std::to_string(keys->size()) + " keys");
+  }
+  std::vector<std::pair<Key, Result<Document>>> out;
+  out.reserve(keys->size());
+  for (std::size_t i = 0; i < keys->size(); ++i) {
+    auto& doc = (*docs)[i];
+    if (!doc && doc.error().code == Errc::not_found) continue;  // removed since listed
+    out.emplace_back(std::move((*keys)[i]), std::move(doc));
+  }
+  return out;
+}
+
 Result<std::string> Store::replace_if(const Key& key, std::string_view, std::string_view) {
   return fail(Errc::unsupported,
               "conditional replace of " + key.str() + " is not supported by " + describe());

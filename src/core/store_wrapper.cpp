@@ -10,6 +10,10 @@ Result<Document> StoreWrapper::get(const Key& key) { return target_->get(key); }
 Result<std::vector<Result<Document>>> StoreWrapper::get_many(std::span<const Key> keys) {
   return target_->get_many(keys);
 }
+
+Result<std::vector<std::pair<Key, Result<Document>>>> StoreWrapper::get_all(const Key& prefix) {
+  return target_->get_all(prefix);
+}
 Result<std::string> StoreWrapper::create(const Key& key, std::string_view data) {
   return target_->create(key, data);
 }

@@ -203,7 +203,10 @@ struct ScanRules {
 
 // Reads every record under instances/ except ours (by id), and refuses at the
 // first unreadable record or blocking live one. A failed listing or read
-// fails the scan (it cannot tell what it did not see).
+// fails the scan (it cannot tell what it did not see). One get_all() where
+// the store reads a prefix in one request (prefix_reads); else a listing,
+// then get_many() of 64 records at a time (batch_reads) or get() of each,
+// stopping at the first that refuses.
 std::expected<void, ClaimError> scan_others(const Context& ctx, std::stop_token stop,
                                             const ScanRules& rules);
 

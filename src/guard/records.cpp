@@ -285,6 +285,17 @@ ClaimError failure(Errc code, std::string message) {
 
 std::expected<void, ClaimError> scan_others(const Context& ctx, std::stop_token stop,
                                             const ScanRules& rules) {
+  if (ctx.store.capabilities().prefix_reads) {  // the listing and its reads in one request
+    if (stop.stop_requested()) {
+      return std::unexpected(failure(Errc::cancelled, "claim cancelled"));
+    }
+    auto read = ctx.store.get_all(records_prefix());
+    if (!read) {
+      return std::unexpected(
+          failure(read.error().code, "cannot read the instance records: " + read.error().message));
+    }
+    return judge_others(ctx, std::move(*read), rules);
+  }
   auto keys = ctx.store.list(records_prefix());
   if (!keys) {
     return std::unexpected(
@@ -309,20 +320,26 @@ std::expected<void, ClaimError> judge_others(const Context& ctx,
 }
 
 Result<std::vector<Seen>> live_others(const Context& ctx, const ScanRules& rules) {
+  std::vector<Seen> out;
+  auto see = [&](const Key& key, Result<Document> doc) -> std::expected<bool, ClaimError> {
+    auto live = examine(ctx, key, std::move(doc), rules);
+    if (!live) {
+      ctx.log.warn("a record could not be judged",
+                   {{"key", key.str()}, {"error", live.error().error.message}});
+    } else if (*live && (!rules.blocks || rules.blocks(**live))) {
+      out.push_back({key, std::move(**live)});
+    }
+    return true;
+  };
+  if (ctx.store.capabilities().prefix_reads) {
+    auto read = ctx.store.get_all(records_prefix());
+    if (!read) return std::unexpected(read.error());
+    for (auto& [key, doc] : *read) (void)see(key, std::move(doc));
+    return out;
+  }
   auto keys = ctx.store.list(records_prefix());
   if (!keys) return std::unexpected(keys.error());
-  std::vector<Seen> out;
-  (void)read_each(ctx, *keys, {},
-                  [&](const Key& key, Result<Document> doc) -> std::expected<bool, ClaimError> {
-                    auto live = examine(ctx, key, std::move(doc), rules);
-                    if (!live) {
-                      ctx.log.warn("a record could not be judged",
-                                   {{"key", key.str()}, {"error", live.error().error.message}});
-                    } else if (*live && (!rules.blocks || rules.blocks(**live))) {
-                      out.push_back({key, std::move(**live)});
-                    }
-                    return true;
-                  });
+  (void)read_each(ctx, *keys, {}, see);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "instance/sdk/store_wrapper.hpp"
@@ -270,6 +271,41 @@ TEST_P(StoreContract, GetManyAnswersEachKeyAsGetDoes) {
   EXPECT_EQ((*many)[3]->data, big);
   EXPECT_EQ((*many)[4]->data, "one");
   auto none = store().get_many({});
+  ASSERT_TRUE(none.has_value()) << none.error().message;
+  EXPECT_TRUE(none->empty());
+}
+
+// get_all reads what list() names under a prefix, each document as get()
+// reads it: nested folders included, a sibling whose name only starts like
+// the prefix and another folder left out, hostile names where the server
+// lists them (dot and percent names); an empty prefix reads as nothing.
+TEST_P(StoreContract, GetAllReadsWhatListNamesEachAsGetDoes) {
+  std::vector<std::pair<Key, std::string>> inside{
+      {key("instances/a"), "one"},
+      {key("instances/x/y"), "nested"},
+      {key("instances/big"), std::string(kMaxDocumentSize, 'x')}};
+  if (GetParam().lists_dot_names && GetParam().lists_percent_names) {
+    inside.emplace_back(Key::from_segments({"instances", "a\"b\\c", "..", "a b%", "\xff"}).value(),
+                        "hostile");
+  }
+  for (const auto& [k, data] : inside) ASSERT_TRUE(store().replace(k, data)) << k.str();
+  ASSERT_TRUE(store().replace(key("instancesz"), "beside"));
+  ASSERT_TRUE(store().replace(key("other/a"), "elsewhere"));
+  auto all = store().get_all(key("instances"));
+  ASSERT_TRUE(all.has_value()) << all.error().message;
+  std::map<std::string, const Result<Document>*> got;
+  for (const auto& [k, doc] : *all) EXPECT_TRUE(got.emplace(k.str(), &doc).second) << k.str();
+  EXPECT_EQ(got.size(), inside.size());
+  for (const auto& [k, data] : inside) {
+    auto it = got.find(k.str());
+    ASSERT_NE(it, got.end()) << k.str() << " was not read";
+    ASSERT_TRUE(it->second->has_value()) << k.str() << ": " << it->second->error().message;
+    auto one = store().get(k);
+    ASSERT_TRUE(one.has_value()) << one.error().message;
+    EXPECT_EQ((*it->second)->data, data) << k.str();
+    EXPECT_EQ((*it->second)->version, one->version) << k.str();
+  }
+  auto none = store().get_all(key("nothing"));
   ASSERT_TRUE(none.has_value()) << none.error().message;
   EXPECT_TRUE(none->empty());
 }

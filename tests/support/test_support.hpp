@@ -111,6 +111,10 @@ class FailingStore final : public StoreWrapper {
   Result<std::vector<Result<Document>>> get_many(std::span<const Key> keys) override {
     return Store::get_many(keys);
   }
+  // Listed and read as list() and get() do, so their failures reach it too.
+  Result<std::vector<std::pair<Key, Result<Document>>>> get_all(const Key& prefix) override {
+    return Store::get_all(prefix);
+  }
   Result<std::string> create(const Key& k, std::string_view d) override {
     if (auto e = check(Op::create, k)) return std::unexpected(*e);
     return StoreWrapper::create(k, d);

@@ -75,7 +75,8 @@ TEST_F(CountingStoreTest, CountsEveryOperationOnceAndForwardsIt) {
   EXPECT_EQ(holder->owner, "me");
   ASSERT_TRUE(store->unlock(key("locks/x"), token->token));
   const Key both[] = {key("instances/a"), key("instances/b")};
-  ASSERT_TRUE(store->get_many(both));  // one call, whatever it reads
+  ASSERT_TRUE(store->get_many(both));             // one call, whatever it reads
+  ASSERT_TRUE(store->get_all(key("instances")));  // likewise
   // The lease operations of a store that does each in one request.
   auto claimed = store->claim_lease(a_claim());
   ASSERT_TRUE(claimed);
@@ -89,7 +90,7 @@ TEST_F(CountingStoreTest, CountsEveryOperationOnceAndForwardsIt) {
   for (int i = 0; i < kStoreOpCount; ++i) {
     EXPECT_EQ(c.by_op[static_cast<std::size_t>(i)], 1u) << to_string(static_cast<StoreOp>(i));
   }
-  EXPECT_EQ(c.total(), 15u);
+  EXPECT_EQ(c.total(), 16u);
   EXPECT_EQ(c.writes(), 3u);
   EXPECT_EQ(c.removes(), 2u);
   EXPECT_EQ(c.lock_ops(), 3u);

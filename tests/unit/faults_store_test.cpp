@@ -156,6 +156,7 @@ TEST_F(FaultStoreTest, EveryOperationCanFail) {
   EXPECT_FALSE(store->lock_holder(k));
   const Key keys[] = {k};
   EXPECT_FALSE(store->get_many(keys));
+  EXPECT_FALSE(store->get_all(key("instances")));
   // The lease operations of a store that does each in one request fail as
   // one call each.
   auto atomic = make_fault_store(

@@ -31,15 +31,7 @@ class GuardTest : public ::testing::Test {
 
   Guard guard(std::string id, Duration ttl = 30s) {
     std::string host = "host-" + id;
-    return Guard::create(store, {.ttl = ttl,
-                                 .id = std::move(id),
-                                 .host = std::move(host),
-                                 .pid = 100,
-                                 .clock = clock,
-                                 .scheduler = scheduler,
-                                 .logger = logger,
-                                 .mode = Mode::announce})
-        .value();
+    return guard_on(store, std::move(id), std::move(host), ttl);
   }
   Claim claim(std::string id, Duration ttl = 30s) {
     return guard(std::move(id), ttl).claim().value();
@@ -53,6 +45,38 @@ class GuardTest : public ::testing::Test {
     return decode_record(store->get(record_key(id).value()).value().data).value();
   }
   bool exists(const std::string& id) { return store->get(record_key(id).value()).has_value(); }
+
+  // An announce guard on `on` (the fixture's store, or a test's own).
+  Guard guard_on(std::shared_ptr<Store> on, std::string id, std::string host = "host",
+                 Duration ttl = 30s) {
+    return Guard::create(std::move(on), {.ttl = ttl,
+                                         .id = std::move(id),
+                                         .host = std::move(host),
+                                         .pid = 100,
+                                         .clock = clock,
+                                         .scheduler = scheduler,
+                                         .logger = logger,
+                                         .mode = Mode::announce})
+        .value();
+  }
+  // A record of another host's instance, written to `on`.
+  void put_record_on(Store& on, const std::string& id, WallTime expires) {
+    Record r{.id = id, .started_at = clock->wall(), .expires_at = expires, .host = "elsewhere"};
+    ASSERT_TRUE(on.replace(record_key(id).value(), encode_record(r)));
+  }
+  // A claim that the live record of `holder` refused.
+  static void expect_refused_by(const std::expected<Claim, ClaimError>& c,
+                                const std::string& holder) {
+    ASSERT_FALSE(c.has_value());
+    EXPECT_EQ(c.error().error.code, Errc::another_instance);
+    ASSERT_TRUE(c.error().holder && c.error().holder->record);
+    EXPECT_EQ(c.error().holder->record->id, holder);
+  }
+  // `n` records of another host expired an hour ago: old-100, old-101, ...
+  void put_stale_on(Store& on, int n) {
+    for (int i = 0; i < n; ++i)
+      put_record_on(on, "old-" + std::to_string(100 + i), clock->wall() - 1h);
+  }
 };
 
 TEST_F(GuardTest, RefusesBesideALiveInstance) {
@@ -77,24 +101,9 @@ TEST_F(GuardTest, RefusesBesideALiveInstance) {
 TEST_F(GuardTest, AScanReadsTheRecordsInBatchesWhereTheStoreCan) {
   auto counting = make_counting_store(make_memory_store());
   ASSERT_TRUE(counting->capabilities().batch_reads);
-  auto make = [&](std::string id) {
-    return Guard::create(counting, {.ttl = 30s,
-                                    .id = std::move(id),
-                                    .host = "host",
-                                    .pid = 100,
-                                    .clock = clock,
-                                    .scheduler = scheduler,
-                                    .logger = logger,
-                                    .mode = Mode::announce})
-        .value();
-  };
-  auto put = [&](const std::string& id, WallTime expires) {
-    Record r{.id = id, .started_at = clock->wall(), .expires_at = expires, .host = "elsewhere"};
-    ASSERT_TRUE(counting->replace(record_key(id).value(), encode_record(r)));
-  };
-  for (int i = 0; i < 100; ++i) put("old-" + std::to_string(100 + i), clock->wall() - 1h);
+  put_stale_on(*counting, 100);
   counting->reset();
-  auto first = make("me").claim();
+  auto first = guard_on(counting, "me").claim();
   ASSERT_TRUE(first.has_value()) << first.error().error.message;
   EXPECT_EQ(counting->counts()[StoreOp::get_many], 2u);  // 64 + 36
   EXPECT_EQ(counting->counts()[StoreOp::get], 0u);
@@ -103,15 +112,47 @@ TEST_F(GuardTest, AScanReadsTheRecordsInBatchesWhereTheStoreCan) {
 
   // A live record among 200 stale ones, in the second batch (the listing is
   // in key order in memory): refused after two batches, not four.
-  for (int i = 0; i < 200; ++i) put("old-" + std::to_string(100 + i), clock->wall() - 1h);
-  put("old-170x", clock->wall() + 1h);
+  put_stale_on(*counting, 200);
+  put_record_on(*counting, "old-170x", clock->wall() + 1h);
   counting->reset();
-  auto second = make("you").claim();
-  ASSERT_FALSE(second.has_value());
-  EXPECT_EQ(second.error().error.code, Errc::another_instance);
-  ASSERT_TRUE(second.error().holder && second.error().holder->record);
-  EXPECT_EQ(second.error().holder->record->id, "old-170x");
+  expect_refused_by(guard_on(counting, "you").claim(), "old-170x");
   EXPECT_EQ(counting->counts()[StoreOp::get_many], 2u);
+}
+
+// A memory store that says it reads a prefix in one request (as etcd and
+// PostgreSQL do), answering get_all() by the default's list() and reads.
+class PrefixReadingStore final : public StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  Capabilities capabilities() override {
+    auto caps = StoreWrapper::capabilities();
+    caps.prefix_reads = true;
+    return caps;
+  }
+};
+
+// Where the store reads a prefix in one request (prefix_reads), a scan is
+// that one request, neither a listing nor reads after it, and a live record
+// among the stale ones still refuses the claim.
+TEST_F(GuardTest, AScanIsOneRequestWhereTheStoreReadsAPrefixAtOnce) {
+  auto counting = make_counting_store(std::make_shared<PrefixReadingStore>(make_memory_store()));
+  put_stale_on(*counting, 100);
+  counting->reset();
+  auto first = guard_on(counting, "me").claim();
+  ASSERT_TRUE(first.has_value()) << first.error().error.message;
+  const auto claimed = counting->counts();
+  EXPECT_EQ(claimed[StoreOp::get_all], 1u);
+  EXPECT_EQ(claimed[StoreOp::list] + claimed[StoreOp::get] + claimed[StoreOp::get_many], 0u)
+      << claimed.str();
+  ASSERT_TRUE(first->stand_down());
+  scheduler->run_due();
+  EXPECT_FALSE(counting->get(record_key("old-150").value()).has_value());  // removed after
+
+  put_record_on(*counting, "old-170x", clock->wall() + 1h);
+  counting->reset();
+  expect_refused_by(guard_on(counting, "you").claim(), "old-170x");
+  EXPECT_EQ(counting->counts()[StoreOp::get_all], 1u);
+  EXPECT_EQ(counting->counts()[StoreOp::list], 0u);
 }
 
 TEST_F(GuardTest, AfterTheFirstStandsDownTheNextStartsAtOnce) {

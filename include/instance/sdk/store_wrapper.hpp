@@ -23,6 +23,7 @@ class INSTANCE_EXPORT StoreWrapper : public Store {
   Capabilities capabilities() override;
   Result<Document> get(const Key& key) override;
   Result<std::vector<Result<Document>>> get_many(std::span<const Key> keys) override;
+  Result<std::vector<std::pair<Key, Result<Document>>>> get_all(const Key& prefix) override;
   Result<std::string> create(const Key& key, std::string_view data) override;
   Result<std::string> replace(const Key& key, std::string_view data) override;
   Result<void> remove(const Key& key) override;

@@ -70,14 +70,15 @@ enum class StoreOp {
   claim_lease,
   renew_lease,
   end_lease,
+  get_all,
 };
-inline constexpr int kStoreOpCount = 15;
+inline constexpr int kStoreOpCount = 16;
 
 // "get", "create", ..., "unlock", "lock_holder", "get_many", "claim_lease",
-// "renew_lease", "end_lease".
+// "renew_lease", "end_lease", "get_all".
 INSTANCE_EXPORT std::string_view to_string(StoreOp op) noexcept;
-// Whether the operation changes the store (everything but get, get_many, list and
-// lock_holder).
+// Whether the operation changes the store (everything but get, get_many,
+// get_all, list and lock_holder).
 INSTANCE_EXPORT bool is_write(StoreOp op) noexcept;
 
 enum class FaultKind { fail, timeout, delay, lost_reply, stale_read, corrupt };
@@ -154,6 +155,7 @@ class INSTANCE_EXPORT FaultStore final : public StoreWrapper {
   // each key is read as get() reads it, so get's faults (stale reads,
   // corruption) reach the documents of a batch too.
   Result<std::vector<Result<Document>>> get_many(std::span<const Key> keys) override;
+  Result<std::vector<std::pair<Key, Result<Document>>>> get_all(const Key& prefix) override;
   Result<std::string> create(const Key& key, std::string_view data) override;
   Result<std::string> replace(const Key& key, std::string_view data) override;
   Result<void> remove(const Key& key) override;

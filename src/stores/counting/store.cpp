@@ -61,6 +61,14 @@ Result<std::vector<Result<Document>>> CountingStore::get_many(std::span<const Ke
   return StoreWrapper::get_many(keys);
 }
 
+// The target's get_all(): its one request when it has prefix_reads; else
+// Store's default on the target, whose list() and get_many() are not
+// counted again (a store without prefix_reads is never asked by the guard).
+Result<std::vector<std::pair<Key, Result<Document>>>> CountingStore::get_all(const Key& prefix) {
+  count(StoreOp::get_all);
+  return StoreWrapper::get_all(prefix);
+}
+
 Result<std::string> CountingStore::create(const Key& key, std::string_view data) {
   count(StoreOp::create);
   return StoreWrapper::create(key, data);

@@ -184,6 +184,7 @@ class EtcdStore final : public Store {
             .native_lease = true,
             .server_clock = true,
             .batch_reads = true,
+            .prefix_reads = true,
             .atomic_lease = true,
             .agreement = agreement()};
   }
@@ -292,8 +293,7 @@ class EtcdStore final : public Store {
   Result<std::vector<Key>> list(const Key& prefix) override {
     const std::string what =
         "etcd list " + (prefix.empty() ? std::string("/") : prefix.str()) + " at " + shown_;
-    const std::string start =
-        options_.prefix + "/" + (prefix.empty() ? std::string() : prefix.str() + "/");
+    const std::string start = prefix_start(prefix);
     json body = prefix_range(start);
     body["keys_only"] = true;
     auto reply = call(what, "/v3/kv/range", body, kMaxListReply);
@@ -304,6 +304,25 @@ class EtcdStore final : public Store {
     keys.reserve(listed->size());
     for (auto& [key, kv] : *listed) keys.push_back(std::move(key));
     return keys;
+  }
+
+  // One range over the prefix, values included: every document at one
+  // revision, in one round trip.
+  Result<std::vector<std::pair<Key, Result<Document>>>> get_all(const Key& prefix) override {
+    const std::string what = "etcd get all under " +
+                             (prefix.empty() ? std::string("/") : prefix.str()) + " at " + shown_;
+    const std::string start = prefix_start(prefix);
+    auto reply = call(what, "/v3/kv/range", prefix_range(start), kMaxListReply);
+    if (!reply) return std::unexpected(reply.error());
+    auto listed = listed_kvs(reply->body, start, what);
+    if (!listed) return std::unexpected(listed.error());
+    std::vector<std::pair<Key, Result<Document>>> out;
+    out.reserve(listed->size());
+    for (auto& [key, kv] : *listed) {
+      auto doc = document(*kv, "etcd get " + key.str() + " at " + shown_);
+      out.emplace_back(std::move(key), std::move(doc));
+    }
+    return out;
   }
 
   Result<std::string> replace_if(const Key& key, std::string_view data,
@@ -745,6 +764,10 @@ class EtcdStore final : public Store {
   }
 
   std::string doc_key(const Key& key) const { return options_.prefix + "/" + key.str(); }
+  // Where the documents under `prefix` start: a range prefix ending in '/'.
+  std::string prefix_start(const Key& prefix) const {
+    return options_.prefix + "/" + (prefix.empty() ? std::string() : prefix.str() + "/");
+  }
   std::string lock_key(const Key& key) const { return options_.prefix + "#lock/" + key.str(); }
 
   static Result<void> check_write(const Key& key, std::string_view data, const std::string& what) {

@@ -42,13 +42,15 @@ std::string_view to_string(StoreOp op) noexcept {
       return "renew_lease";
     case StoreOp::end_lease:
       return "end_lease";
+    case StoreOp::get_all:
+      return "get_all";
   }
   return "unknown";
 }
 
 bool is_write(StoreOp op) noexcept {
   return op != StoreOp::get && op != StoreOp::list && op != StoreOp::lock_holder &&
-         op != StoreOp::get_many;
+         op != StoreOp::get_many && op != StoreOp::get_all;
 }
 
 std::string_view to_string(FaultKind kind) noexcept {
@@ -458,6 +460,15 @@ Result<std::vector<Result<Document>>> FaultStore::get_many(std::span<const Key> 
   const auto d = state_->decide(StoreOp::get_many, first);
   return state_->intercept<std::vector<Result<Document>>>(*this, StoreOp::get_many, first, d,
                                                           [&] { return Store::get_many(keys); });
+}
+
+// Like get_many: a fault on get_all fails (or delays) the whole read;
+// without one, Store's default lists and reads on this wrapper, so each
+// listing and read meets its own faults.
+Result<std::vector<std::pair<Key, Result<Document>>>> FaultStore::get_all(const Key& prefix) {
+  const auto d = state_->decide(StoreOp::get_all, prefix);
+  return state_->intercept<std::vector<std::pair<Key, Result<Document>>>>(
+      *this, StoreOp::get_all, prefix, d, [&] { return Store::get_all(prefix); });
 }
 
 Result<LockHolder> FaultStore::lock_holder(const Key& key) {

@@ -172,6 +172,9 @@ Statements::Statements(const std::string& t) {
             "version = EXCLUDED.version, writer = EXCLUDED.writer RETURNING cur.version::text";
   remove = "WITH gone AS (DELETE FROM " + T +
            " WHERE kind = 'd' AND key = $1 RETURNING key) SELECT " + notify + "::text FROM gone";
+  get_all = "SELECT key, data, version::text FROM " + T + " WHERE kind = 'd'";
+  get_all_in =
+      "SELECT key, data, version::text FROM " + T + " WHERE kind = 'd' AND key >= $1 AND key < $2";
   list_all = "SELECT key FROM " + T + " WHERE kind = 'd'";
   list = "SELECT key FROM " + T + " WHERE kind = 'd' AND key >= $1 AND key < $2";
   // The subqueries see the table as it was before the change: "existed".

@@ -47,6 +47,8 @@ struct Statements {
   std::string create;      // $1 key, $2 data, $3 nonce -> version, or no row when present
   std::string replace;     // $1 key, $2 data, $3 nonce -> version
   std::string remove;      // $1 key -> a row when removed (and notified)
+  std::string get_all;     // -> every document: key, data, version
+  std::string get_all_in;  // $1 from, $2 to -> the documents with keys in [from, to)
   std::string list_all;    // -> keys
   std::string list;        // $1 from, $2 to -> keys in [from, to)
   std::string replace_if;  // $1 key, $2 data, $3 version, $4 nonce -> (version or NULL, existed)

@@ -77,6 +77,7 @@ class PostgresStore final : public Store {
             .native_lease = true,
             .server_clock = true,
             .batch_reads = true,
+            .prefix_reads = true,
             .atomic_lease = true,
             .agreement = agreement()};
   }
@@ -178,30 +179,31 @@ class PostgresStore final : public Store {
   }
 
   Result<std::vector<Key>> list(const Key& prefix) override {
-    Result<Reply> reply;
-    if (prefix.empty()) {
-      reply = exec("list", prefix, sql_.list_all.c_str(), {});
-    } else {
-      // Every key under "p/" lies in ["p/", "p0") in byte order ('0' follows '/').
-      const std::string from = prefix.str() + "/";
-      const std::string to = prefix.str() + "0";
-      const Param params[] = {{from}, {to}};
-      reply = exec("list", prefix, sql_.list.c_str(), params);
-    }
+    auto reply = under(prefix, "list", sql_.list_all, sql_.list);
     if (!reply) return std::unexpected(reply.error());
     std::vector<Key> keys;
     for (const Row& row : reply->rows) {
-      if (row.empty() || !row[0]) return malformed("list", prefix, "a row without a key");
-      auto key = Key::from_listing(*row[0]);
-      if (!key || key->str() != *row[0]) {
-        return malformed("list", prefix,
-                         "the table holds a key with an empty or dot segment or "
-                         "a NUL byte: " +
-                             printable(*row[0]));
-      }
+      auto key = listed_key(prefix, "list", row);
+      if (!key) return std::unexpected(key.error());
       keys.push_back(std::move(*key));
     }
     return keys;
+  }
+
+  // One query: the keys under the prefix with their documents.
+  Result<std::vector<std::pair<Key, Result<Document>>>> get_all(const Key& prefix) override {
+    auto reply = under(prefix, "get all", sql_.get_all, sql_.get_all_in);
+    if (!reply) return std::unexpected(reply.error());
+    std::vector<std::pair<Key, Result<Document>>> out;
+    out.reserve(reply->rows.size());
+    for (Row& row : reply->rows) {
+      if (row.size() != 3) return malformed("get all", prefix, "a row without its data");
+      auto key = listed_key(prefix, "get all", row);
+      if (!key) return std::unexpected(key.error());
+      auto doc = document_of(*key, std::move(row[1]), std::move(row[2]));
+      out.emplace_back(std::move(*key), std::move(doc));
+    }
+    return out;
   }
 
   Result<std::string> replace_if(const Key& key, std::string_view data,
@@ -577,6 +579,31 @@ class PostgresStore final : public Store {
     std::vector<Row> rows;
     bool maybe_applied_before = false;  // an earlier attempt may have run the statement
   };
+
+  // Runs `all` (the root) or `in` ($1 from, $2 to) over the keys under
+  // `prefix`.
+  Result<Reply> under(const Key& prefix, std::string_view op, const std::string& all,
+                      const std::string& in) {
+    if (prefix.empty()) return exec(op, prefix, all.c_str(), {});
+    // Every key under "p/" lies in ["p/", "p0") in byte order ('0' follows '/').
+    const std::string from = prefix.str() + "/";
+    const std::string to = prefix.str() + "0";
+    const Param params[] = {{from}, {to}};
+    return exec(op, prefix, in.c_str(), params);
+  }
+
+  // The key in a listed row's first column.
+  Result<Key> listed_key(const Key& prefix, std::string_view op, const Row& row) {
+    if (row.empty() || !row[0]) return malformed(op, prefix, "a row without a key");
+    auto key = Key::from_listing(*row[0]);
+    if (!key || key->str() != *row[0]) {
+      return malformed(op, prefix,
+                       "the table holds a key with an empty or dot segment or "
+                       "a NUL byte: " +
+                           printable(*row[0]));
+    }
+    return std::move(*key);
+  }
 
   // Runs one statement, retrying what a retry may cure (instance/sdk/attempts.hpp):
   // pauses and the deadline (the tuned retry_deadline, or the start-up
