@@ -16,6 +16,8 @@
 #                                              this password (scram-sha-256)
 #   WATCH_PID=<pid>                            stop the server when that process dies
 #   SYNC_COMMIT=<value>                        synchronous_commit (default off)
+#   FSYNC=on                                   fsync (default off): a durable server, to
+#                                              measure what a commit costs on this disk
 # Exits 77 when PostgreSQL is absent and cannot be installed (package
 # `postgresql`), so a test can skip naming it.
 # Test settings: initdb --no-sync, fsync off (a fast shutdown is still clean; only an OS crash
@@ -75,7 +77,7 @@ start)
     } >"$dir/data/pg_hba.conf"
   fi
   as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/logs/server.log" -w -t 20 \
-    -o "-c listen_addresses=127.0.0.1 -p $port -k $dir/sock -c fsync=off -c full_page_writes=off -c synchronous_commit=${SYNC_COMMIT:-off} -c max_connections=200" \
+    -o "-c listen_addresses=127.0.0.1 -p $port -k $dir/sock -c fsync=${FSYNC:-off} -c full_page_writes=${FSYNC:-off} -c synchronous_commit=${SYNC_COMMIT:-off} -c max_connections=200" \
     start >/dev/null || { echo "postgres failed to start; see $dir/logs/server.log" >&2;
       cat "$dir/logs/server.log" >&2 2>/dev/null || true
       # A cluster that never started was never set up: remove it, so a
