@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Debian packages: cpack -G DEB from the build tree (packing what is
 # built, building nothing) gives the tool (Depends: the C runtime and libgcc,
-# the C++ runtime being linked in), one package per store module (Depends: the tool's version and the
-# module's client libraries) and the -dev package. The tool's package alone
+# the C++ runtime being linked in), one package per store module (Depends:
+# the tool's version and the module's client libraries) and the -dev package. The tool's package alone
 # runs `instance-guard run -- true` on a folder from /usr/bin and refuses an
 # etcd:// store (78) naming instance-guard-etcd; with that package, it claims
 # on a real etcd. Then `man -w instance-guard`, the CMake and pkg-config files
