@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tool carries only the store it uses: the binary needs the C and C++
-# runtimes alone, a guard on a folder maps no store client library, a guard
+# runtimes alone (the C runtime alone where it carries its C++ runtime:
+# INSTANCE_TOOL_STATIC_CXX_RUNTIME=1), a guard on a folder maps no store client library, a guard
 # on Redis maps hiredis (its module's) and nothing of gRPC, protobuf, libpq or
 # libcurl. A module that is missing, broken or built for another ABI is a
 # configuration error (78) that says what to do.
@@ -18,6 +19,11 @@ for lib in $needed; do
     fail "the tool needs $lib, beyond the C and C++ runtimes (needs: $needed)"
 done
 ok "the binary needs only: $needed"
+if [[ ${INSTANCE_TOOL_STATIC_CXX_RUNTIME:-} == 1 ]]; then
+  [[ " $needed " != *" libstdc++.so"* ]] ||
+    fail "the tool was built to carry its C++ runtime, yet needs libstdc++.so (needs: $needed)"
+  ok "the binary carries its C++ runtime"
+fi
 
 # 2. A running guard on a folder: its child reads the guard's memory map.
 maps_of_guard() {  # run ARGS... with a child that copies its parent's maps to $WORK/maps
@@ -28,6 +34,10 @@ maps_of_guard --store "$STORE" --id folder || fail "the guard on a folder exited
 ! grep -Eq "$clients|/stores/[a-z0-9]+\.so" "$WORK/maps" ||
   fail "a guard on a folder maps: $(grep -E "$clients|/stores/" "$WORK/maps" | awk '{print $6}' | sort -u)"
 ok "a guard on a folder maps no store module and no client library"
+if [[ ${INSTANCE_TOOL_STATIC_CXX_RUNTIME:-} == 1 ]]; then
+  ! grep -q 'libstdc++' "$WORK/maps" || fail "a guard on a folder maps libstdc++.so"
+  ok "a guard on a folder maps no shared C++ runtime"
+fi
 
 # 3. A guard on Redis loads the Redis module and its client, and no other.
 if command -v redis-server >/dev/null; then
