@@ -246,9 +246,20 @@ Answer by_name(const std::string& path) { return {.data = "doc " + leaf(path)}; 
 
 // A store on the fake: no credential, no root to create, retries on a fake
 // clock (its pauses take no time), each attempt's wait on the real one.
+// `backoff`, when given, is the first pause's and the cap of those after
+// it (each pause is half to all of its backoff, which doubles).
+struct Backoff {
+  std::chrono::milliseconds initial;
+  std::chrono::milliseconds max;
+};
 std::shared_ptr<Store> store_on(const FakeZookeeper& fake, std::chrono::milliseconds retry_deadline,
-                                std::chrono::milliseconds request_timeout = 2000ms) {
+                                std::chrono::milliseconds request_timeout = 2000ms,
+                                std::optional<Backoff> backoff = std::nullopt) {
   ZookeeperStoreOptions options;
+  if (backoff) {
+    options.initial_backoff = backoff->initial;
+    options.max_backoff = backoff->max;
+  }
   options.servers = "127.0.0.1:" + std::to_string(fake.port());
   options.root = "/fake";
   options.create_root = false;
@@ -279,7 +290,15 @@ TEST(ZookeeperReplies, AnAnswerOutOfOrderDropsTheConnectionAndTheBatchIsReadAgai
 TEST(ZookeeperReplies, AnswersAlwaysOutOfOrderFailAsUnavailable) {
   FakeZookeeper fake(by_name, 1000);
   ASSERT_GT(fake.port(), 0);
-  auto store = store_on(fake, 1000ms);
+  // Exactly two attempts, each with at least 1 s of real time to be
+  // answered in: the first has the request timeout (2 s); the first pause
+  // (2 to 4 s on the fake clock, of a 5 s deadline) leaves the second 1 to
+  // 3 s; the next pause (4 to 8 s) would pass the deadline. So the last
+  // failure is the server's disorder even on a loaded machine, never a
+  // timeout of the attempt's own (with the default pauses a last attempt
+  // could be held to the retry floor, 200 ms, and once timed out under the
+  // suite's load).
+  auto store = store_on(fake, 5000ms, 2000ms, Backoff{4000ms, 8000ms});
   auto many = store->get_many(kThree);
   ASSERT_FALSE(many.has_value());
   EXPECT_EQ(many.error().code, Errc::unavailable) << many.error().message;
@@ -287,8 +306,9 @@ TEST(ZookeeperReplies, AnswersAlwaysOutOfOrderFailAsUnavailable) {
                                       "order: the client dropped its connection"),
             std::string::npos)
       << many.error().message;
-  EXPECT_NE(many.error().message.find("gave up after"), std::string::npos) << many.error().message;
-  EXPECT_GE(fake.swapped(), 1);
+  EXPECT_NE(many.error().message.find("(gave up after 2 attempts)"), std::string::npos)
+      << many.error().message;
+  EXPECT_GE(fake.swapped(), 2);
 }
 
 TEST(ZookeeperReplies, AnAnswerThatNeverComesIsATimeoutNotAHang) {
