@@ -97,6 +97,17 @@ std::expected<void, ClaimError> judge_other(const Context& ctx, const Key& key,
   return {};
 }
 
+// judge_other() as a judge for read_each() and judge_each(): each record in
+// turn, until one refuses.
+auto judging_by(const Context& ctx, const ScanRules& rules) {
+  return [&ctx, &rules](const Key& key, Result<Document> doc) -> std::expected<bool, ClaimError> {
+    if (auto judged = judge_other(ctx, key, std::move(doc), rules); !judged) {
+      return std::unexpected(std::move(judged.error()));
+    }
+    return true;
+  };
+}
+
 std::string describe_holder(const Key& key, const std::optional<Record>& record) {
   if (!record) return "the record " + key.str() + " cannot be read, so it counts as live";
   std::string out = "holder id=" + record->id;
@@ -143,6 +154,44 @@ std::expected<void, ClaimError> read_each(const Context& ctx, std::span<const Ke
     at += n;
   }
   return {};
+}
+
+// Hands each read record to `judge` in turn, as read_each() does.
+template <class Judge>
+std::expected<void, ClaimError> judge_each(std::vector<std::pair<Key, Result<Document>>>& read,
+                                           Judge&& judge) {
+  for (auto& [key, doc] : read) {
+    auto go_on = judge(key, std::move(doc));
+    if (!go_on) return std::unexpected(std::move(go_on.error()));
+    if (!*go_on) return {};
+  }
+  return {};
+}
+
+// Reads the records under instances/ and hands each key with what its read
+// gave to `judge`, as read_each() does: one get_all() where the store reads
+// a prefix in one request (prefix_reads), else a listing and read_each(). A
+// failed listing (or get_all) ends it with that failure.
+template <class Judge>
+std::expected<void, ClaimError> each_record(const Context& ctx, std::stop_token stop,
+                                            Judge&& judge) {
+  if (ctx.store.capabilities().prefix_reads) {
+    if (stop.stop_requested()) {
+      return std::unexpected(failure(Errc::cancelled, "claim cancelled"));
+    }
+    auto read = ctx.store.get_all(records_prefix());
+    if (!read) {
+      return std::unexpected(
+          failure(read.error().code, "cannot read the instance records: " + read.error().message));
+    }
+    return judge_each(*read, judge);
+  }
+  auto keys = ctx.store.list(records_prefix());
+  if (!keys) {
+    return std::unexpected(
+        failure(keys.error().code, "cannot list the instance records: " + keys.error().message));
+  }
+  return read_each(ctx, *keys, stop, judge);
 }
 
 }  // namespace
@@ -285,61 +334,29 @@ ClaimError failure(Errc code, std::string message) {
 
 std::expected<void, ClaimError> scan_others(const Context& ctx, std::stop_token stop,
                                             const ScanRules& rules) {
-  if (ctx.store.capabilities().prefix_reads) {  // the listing and its reads in one request
-    if (stop.stop_requested()) {
-      return std::unexpected(failure(Errc::cancelled, "claim cancelled"));
-    }
-    auto read = ctx.store.get_all(records_prefix());
-    if (!read) {
-      return std::unexpected(
-          failure(read.error().code, "cannot read the instance records: " + read.error().message));
-    }
-    return judge_others(ctx, std::move(*read), rules);
-  }
-  auto keys = ctx.store.list(records_prefix());
-  if (!keys) {
-    return std::unexpected(
-        failure(keys.error().code, "cannot list the instance records: " + keys.error().message));
-  }
-  return read_each(ctx, *keys, stop,
-                   [&](const Key& key, Result<Document> doc) -> std::expected<bool, ClaimError> {
-                     if (auto judged = judge_other(ctx, key, std::move(doc), rules); !judged) {
-                       return std::unexpected(std::move(judged.error()));
-                     }
-                     return true;
-                   });
+  return each_record(ctx, stop, judging_by(ctx, rules));
 }
 
 std::expected<void, ClaimError> judge_others(const Context& ctx,
                                              std::vector<std::pair<Key, Result<Document>>> read,
                                              const ScanRules& rules) {
-  for (auto& [key, doc] : read) {
-    if (auto judged = judge_other(ctx, key, std::move(doc), rules); !judged) return judged;
-  }
-  return {};
+  return judge_each(read, judging_by(ctx, rules));
 }
 
 Result<std::vector<Seen>> live_others(const Context& ctx, const ScanRules& rules) {
   std::vector<Seen> out;
-  auto see = [&](const Key& key, Result<Document> doc) -> std::expected<bool, ClaimError> {
-    auto live = examine(ctx, key, std::move(doc), rules);
-    if (!live) {
-      ctx.log.warn("a record could not be judged",
-                   {{"key", key.str()}, {"error", live.error().error.message}});
-    } else if (*live && (!rules.blocks || rules.blocks(**live))) {
-      out.push_back({key, std::move(**live)});
-    }
-    return true;
-  };
-  if (ctx.store.capabilities().prefix_reads) {
-    auto read = ctx.store.get_all(records_prefix());
-    if (!read) return std::unexpected(read.error());
-    for (auto& [key, doc] : *read) (void)see(key, std::move(doc));
-    return out;
-  }
-  auto keys = ctx.store.list(records_prefix());
-  if (!keys) return std::unexpected(keys.error());
-  (void)read_each(ctx, *keys, {}, see);
+  auto seen = each_record(
+      ctx, {}, [&](const Key& key, Result<Document> doc) -> std::expected<bool, ClaimError> {
+        auto live = examine(ctx, key, std::move(doc), rules);
+        if (!live) {
+          ctx.log.warn("a record could not be judged",
+                       {{"key", key.str()}, {"error", live.error().error.message}});
+        } else if (*live && (!rules.blocks || rules.blocks(**live))) {
+          out.push_back({key, std::move(**live)});
+        }
+        return true;  // never refuses: only the listing can fail
+      });
+  if (!seen) return std::unexpected(std::move(seen.error().error));
   return out;
 }
 

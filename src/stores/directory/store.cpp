@@ -211,6 +211,14 @@ bool on_local_file_system(std::filesystem::path path) {
 
 enum class Kind { missing, regular, folder, symlink, other };
 
+// What a file of this mode (st_mode's type bits) is.
+Kind kind_of_mode(mode_t mode) {
+  if (S_ISLNK(mode)) return Kind::symlink;
+  if (S_ISDIR(mode)) return Kind::folder;
+  if (S_ISREG(mode)) return Kind::regular;
+  return Kind::other;
+}
+
 // What `name` in `dir` is, without following a link; the errno on failure.
 std::expected<Kind, int> kind_of(int dir, const std::string& name) {
   struct stat st {};
@@ -218,25 +226,7 @@ std::expected<Kind, int> kind_of(int dir, const std::string& name) {
     if (errno == ENOENT || errno == ENOTDIR) return Kind::missing;
     return std::unexpected(errno);
   }
-  if (S_ISLNK(st.st_mode)) return Kind::symlink;
-  if (S_ISDIR(st.st_mode)) return Kind::folder;
-  if (S_ISREG(st.st_mode)) return Kind::regular;
-  return Kind::other;
-}
-
-// What a folder entry of a known type (struct dirent's d_type, not
-// DT_UNKNOWN) is.
-Kind kind_of_entry(unsigned char type) {
-  switch (type) {
-    case DT_LNK:
-      return Kind::symlink;
-    case DT_DIR:
-      return Kind::folder;
-    case DT_REG:
-      return Kind::regular;
-    default:
-      return Kind::other;
-  }
+  return kind_of_mode(st.st_mode);
 }
 
 // Writes all of `data`; the errno on failure.
@@ -1038,7 +1028,7 @@ class DirectoryStore final : public Store {
   // only DT_UNKNOWN asks the file.
   static Result<void> visit(const Operation& ctx, int dir, const std::string& name,
                             unsigned char type, const Key& child, std::vector<Key>& keys) {
-    const auto kind = type == DT_UNKNOWN ? kind_of(dir, name) : kind_of_entry(type);
+    const auto kind = type == DT_UNKNOWN ? kind_of(dir, name) : kind_of_mode(DTTOIF(type));
     if (!kind) return ctx.fail_errno(kind.error(), "cannot inspect " + child.str());
     switch (*kind) {
       case Kind::missing:

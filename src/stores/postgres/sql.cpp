@@ -172,11 +172,14 @@ Statements::Statements(const std::string& t) {
             "version = EXCLUDED.version, writer = EXCLUDED.writer RETURNING cur.version::text";
   remove = "WITH gone AS (DELETE FROM " + T +
            " WHERE kind = 'd' AND key = $1 RETURNING key) SELECT " + notify + "::text FROM gone";
-  get_all = "SELECT key, data, version::text FROM " + T + " WHERE kind = 'd'";
-  get_all_in =
-      "SELECT key, data, version::text FROM " + T + " WHERE kind = 'd' AND key >= $1 AND key < $2";
-  list_all = "SELECT key FROM " + T + " WHERE kind = 'd'";
-  list = "SELECT key FROM " + T + " WHERE kind = 'd' AND key >= $1 AND key < $2";
+  // The documents, and those with keys in [$1, $2): a listing's keys, or
+  // get_all's keys with their data.
+  const std::string documents = " FROM " + T + " WHERE kind = 'd'";
+  const std::string in_range = " AND key >= $1 AND key < $2";
+  get_all = "SELECT key, data, version::text" + documents;
+  get_all_in = get_all + in_range;
+  list_all = "SELECT key" + documents;
+  list = list_all + in_range;
   // The subqueries see the table as it was before the change: "existed".
   replace_if = "WITH changed AS (UPDATE " + T + " SET data = $2, version = " + next_version +
                ", writer = $4 WHERE kind = 'd' AND key = $1 AND (version = $3::bigint OR "
