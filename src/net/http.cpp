@@ -110,13 +110,44 @@ Result<void> check_tls_files(const TlsOptions& tls) {
 
 Result<std::unique_ptr<Client>> Client::create(ClientOptions options) {
   init_libcurl_once();
-  std::unique_ptr<CURL, CurlDeleter> handle(curl_easy_init());
+  Handle handle(curl_easy_init());
   if (!handle) return fail(Errc::internal, "libcurl could not create a handle");
   return std::unique_ptr<Client>(new Client(std::move(options), std::move(handle)));
 }
 
-long Client::set_common_options(const Request& request, char* error_buffer) {
-  CURL* h = handle_.get();
+Client::Client(ClientOptions options, Handle first) : options_(std::move(options)) {
+  idle_.push_back(first.get());
+  handles_.push_back(std::move(first));
+}
+
+CURL* Client::take_handle() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (!idle_.empty()) {
+      CURL* h = idle_.back();
+      idle_.pop_back();
+      return h;
+    }
+    if (handles_.size() < std::max<std::size_t>(1, options_.max_connections)) {
+      if (Handle made(curl_easy_init()); made) {
+        handles_.push_back(std::move(made));
+        return handles_.back().get();
+      }
+      // libcurl could not make one more: wait for one of those there are.
+    }
+    given_back_.wait(lock);
+  }
+}
+
+void Client::give_back(CURL* handle) {
+  {
+    std::lock_guard lock(mu_);
+    idle_.push_back(handle);
+  }
+  given_back_.notify_one();
+}
+
+long Client::set_common_options(CURL* h, const Request& request, char* error_buffer) {
   // Not curl_easy_reset: it also drops the authentication state, and with it
   // a Digest server's nonce, which libcurl would otherwise reuse: every
   // request would cost a challenge round trip. Every option a request sets
@@ -148,10 +179,14 @@ long Client::set_common_options(const Request& request, char* error_buffer) {
   switch (options_.auth) {
     case ClientOptions::Auth::none:
       break;
-    case ClientOptions::Auth::password:
-      if (learnt_ == Learnt::digest) {
+    case ClientOptions::Auth::password: {
+      const Learnt learnt = [&] {
+        std::lock_guard lock(mu_);
+        return learnt_;
+      }();
+      if (learnt == Learnt::digest) {
         mask = CURLAUTH_DIGEST;
-      } else if (learnt_ == Learnt::basic || request.url.starts_with("https://")) {
+      } else if (learnt == Learnt::basic || request.url.starts_with("https://")) {
         mask = CURLAUTH_BASIC;  // one bit: sent with the first request
       } else {
         // More than one bit: libcurl sends nothing until a 401 names the
@@ -162,6 +197,7 @@ long Client::set_common_options(const Request& request, char* error_buffer) {
       curl_easy_setopt(h, CURLOPT_USERNAME, options_.user.c_str());
       curl_easy_setopt(h, CURLOPT_PASSWORD, options_.secret.c_str());
       break;
+    }
     case ClientOptions::Auth::bearer:
       mask = CURLAUTH_BEARER;
       curl_easy_setopt(h, CURLOPT_HTTPAUTH, mask);
@@ -172,33 +208,41 @@ long Client::set_common_options(const Request& request, char* error_buffer) {
 }
 
 Response Client::perform(const Request& request) {
-  std::lock_guard lock(mu_);
+  CURL* h = take_handle();
+  struct GiveBack {
+    Client* client;
+    CURL* handle;
+    ~GiveBack() { client->give_back(handle); }
+  } const give_back{this, h};
   Response response;
-  const long used = perform_once(request, response);
+  const long used = perform_once(h, request, response);
   if (options_.auth != ClientOptions::Auth::password) return response;
   long offered = CURLAUTH_NONE;  // the schemes of this transfer's last 401
-  curl_easy_getinfo(handle_.get(), CURLINFO_HTTPAUTH_AVAIL, &offered);
+  curl_easy_getinfo(h, CURLINFO_HTTPAUTH_AVAIL, &offered);
   if ((offered & CURLAUTH_DIGEST) != 0) {
-    learnt_ = Learnt::digest;
+    {
+      std::lock_guard lock(mu_);
+      learnt_ = Learnt::digest;
+    }
     if (response.transport_ok() && response.status == 401 && (used & CURLAUTH_DIGEST) == 0) {
       // Basic was sent (https) and the server wants Digest: once more, with
       // Digest. A 401 changed nothing on the server.
       const int replies = response.replies;
       const long connections = response.new_connections;
       response = Response{};
-      (void)perform_once(request, response);
+      (void)perform_once(h, request, response);
       response.replies += replies;
       response.new_connections += connections;
     }
-  } else if ((offered & CURLAUTH_BASIC) != 0 && learnt_ == Learnt::nothing) {
-    learnt_ = Learnt::basic;
+  } else if ((offered & CURLAUTH_BASIC) != 0) {
+    std::lock_guard lock(mu_);
+    if (learnt_ == Learnt::nothing) learnt_ = Learnt::basic;
   }
   return response;
 }
 
-long Client::perform_once(const Request& request, Response& response) {
-  Capture capture{&response, request.max_body, request.on_data ? &request.on_data : nullptr,
-                  handle_.get()};
+long Client::perform_once(CURL* h, const Request& request, Response& response) {
+  Capture capture{&response, request.max_body, request.on_data ? &request.on_data : nullptr, h};
   char error_buffer[CURL_ERROR_SIZE] = {};
 
   std::unique_ptr<curl_slist, SlistDeleter> headers;
@@ -213,8 +257,7 @@ long Client::perform_once(const Request& request, Response& response) {
   for (const auto& header : request.headers) add_header(header);
   add_header("Expect:");  // no 100-continue round trip
 
-  CURL* h = handle_.get();
-  const long auth = set_common_options(request, error_buffer);
+  const long auth = set_common_options(h, request, error_buffer);
   if (request.method == "HEAD") {
     curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
   } else if (request.method == "GET") {

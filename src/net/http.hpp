@@ -1,9 +1,13 @@
 // The one HTTP client of the stores that speak HTTP (WebDAV, etcd's JSON
-// gateway, the CS3 data gateway): one libcurl easy handle per Client.
+// gateway, the CS3 data gateway): a few libcurl easy handles per Client,
+// one request at a time on each.
 //
-// The handle (and so its connection cache) is reused for every request, so
-// requests to one server share one keep-alive connection; perform() is
-// serialised by a mutex (one request at a time per client). libcurl is
+// Each handle (and so its connection cache) is reused for every request it
+// carries. A request takes the handle used last that is idle, so requests
+// made one after another share one keep-alive connection; requests made at
+// once from several threads take a handle each, up to
+// ClientOptions::max_connections (1 by default: one request at a time per
+// client), and wait for one beyond that. libcurl is
 // initialised once per process (std::call_once), never cleaned up (other
 // code in the process may share it).
 //
@@ -35,6 +39,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -72,6 +77,9 @@ struct ClientOptions {
   TlsOptions tls;
   // Per connection attempt; a request's own timeout caps it.
   std::chrono::milliseconds connect_timeout{5000};
+  // Requests carried at once (each on a handle and connection of its own,
+  // made when first needed); at least 1.
+  std::size_t max_connections = 1;
 };
 
 struct Request {
@@ -121,17 +129,24 @@ class Client {
   struct CurlDeleter {
     void operator()(CURL* handle) const noexcept { curl_easy_cleanup(handle); }
   };
-  Client(ClientOptions options, std::unique_ptr<CURL, CurlDeleter> handle)
-      : options_(std::move(options)), handle_(std::move(handle)) {}
+  using Handle = std::unique_ptr<CURL, CurlDeleter>;
+  Client(ClientOptions options, Handle first);
   // The password scheme learnt from the server's challenges (mu_).
   enum class Learnt { nothing, basic, digest };
-  // One transfer of `request` (mu_ held); returns the CURLAUTH_* mask used.
-  long perform_once(const Request& request, Response& response);
-  long set_common_options(const Request& request, char* error_buffer);
+  // An idle handle (the one used last), a new one while fewer than
+  // max_connections exist, else the first to be given back.
+  CURL* take_handle();
+  void give_back(CURL* handle);
+  // One transfer of `request` on `h` (mu_ not held); returns the CURLAUTH_*
+  // mask used.
+  long perform_once(CURL* h, const Request& request, Response& response);
+  long set_common_options(CURL* h, const Request& request, char* error_buffer);
 
   const ClientOptions options_;
   std::mutex mu_;
-  std::unique_ptr<CURL, CurlDeleter> handle_;
+  std::condition_variable given_back_;
+  std::vector<Handle> handles_;      // mu_: every handle made
+  std::vector<CURL*> idle_;          // mu_: the idle ones, the one used last at the back
   Learnt learnt_ = Learnt::nothing;  // mu_
 };
 

@@ -8,12 +8,14 @@
 
 #include <vector>
 
+#include "instance/sdk/concurrently.hpp"
 #include "instance/sdk/retry.hpp"
 #include "instance/sdk/startup_budget.hpp"
 #include "instance/testing.hpp"
 #include "net/errors.hpp"
 #include "net/http.hpp"
 #include "support/http_server.hpp"
+#include "support/overlap.hpp"
 
 namespace instance::net {
 namespace {
@@ -268,6 +270,48 @@ TEST(NetClient, AStreamedAnswerGoesToItsCallbackWhichMayEndIt) {
   EXPECT_EQ(r.status, 404);
   EXPECT_EQ(r.body, "no such thing");
   EXPECT_EQ(calls, 0);
+}
+
+TEST(NetClient, RequestsFromSeveralThreadsGoOutTogetherUpToMaxConnections) {
+  testing::Overlap overlap(3);
+  testing::HttpServer server("overlap", [&](const testing::HttpRequest& request) {
+    overlap.hold();
+    return testing::HttpReply{.body = request.target};
+  });
+  auto client = Client::create({.max_connections = 3}).value();
+  std::vector<Response> answers(9);
+  // Six threads for three connections: three wait for a connection each time.
+  for_each_concurrently(answers.size(), 6, [&](std::size_t i) {
+    answers[i] = client->perform(
+        {.url = server.url() + "/" + std::to_string(i), .max_body = 64, .timeout = 20s});
+  });
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    EXPECT_TRUE(answers[i].success()) << i << ": " << answers[i].curl_message;
+    EXPECT_EQ(answers[i].body, "/" + std::to_string(i));
+  }
+  EXPECT_EQ(overlap.most(), 3) << "three at once, never more";
+  EXPECT_EQ(server.connections(), 3);
+  // One after another, a request takes the connection used last.
+  const Response again = client->perform({.url = server.url() + "/again", .max_body = 64});
+  EXPECT_TRUE(again.success()) << again.curl_message;
+  EXPECT_EQ(again.new_connections, 0);
+  EXPECT_EQ(server.connections(), 3);
+}
+
+TEST(NetClient, ByDefaultOneConnectionCarriesOneRequestAtATime) {
+  testing::Overlap overlap(2, 100ms);  // never met: each request waits 100 ms alone
+  testing::HttpServer server("one", [&](const testing::HttpRequest&) {
+    overlap.hold();
+    return testing::HttpReply{.body = "ok"};
+  });
+  auto client = Client::create({}).value();
+  std::vector<Response> answers(4);
+  for_each_concurrently(answers.size(), 4, [&](std::size_t i) {
+    answers[i] = client->perform({.url = server.url() + "/", .max_body = 64, .timeout = 20s});
+  });
+  for (const auto& r : answers) EXPECT_TRUE(r.success()) << r.curl_message;
+  EXPECT_EQ(overlap.most(), 1);
+  EXPECT_EQ(server.connections(), 1);
 }
 
 TEST(NetClient, RefusesSchemesOtherThanHttp) {

@@ -403,7 +403,11 @@ Result<Capabilities> Cs3Store::probed() {
 
 Capabilities Cs3Store::capabilities() {
   auto caps = probed();
-  if (caps) return *caps;
+  if (caps) {
+    Capabilities out = *caps;
+    out.batch_reads = true;  // get_many: a few reads at once, whatever the probe found
+    return out;
+  }
   // Not known yet (the gateway is down, or refuses us): answer what a CS3
   // gateway normally offers, uncached, marked as a guess with the probe's
   // error (the guard refuses to pick a mode from it). Nothing relies on it
@@ -601,7 +605,7 @@ Result<std::shared_ptr<Store>> make_cs3_store(Cs3StoreOptions options) {
         "TLS verification of the CS3 gateway and data gateway is off (--insecure): anyone on "
         "the path can read and change what the guard stores");
   }
-  auto data = net::Client::create({.tls = tls});
+  auto data = net::Client::create({.tls = tls, .max_connections = cs3::kConcurrentReads});
   if (!data) return std::unexpected(data.error());
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(16 << 20);

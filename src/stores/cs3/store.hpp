@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "cs3/gateway/v1beta1/gateway_api.grpc.pb.h"
 #include "errors.hpp"
 #include "instance/sdk/attempts.hpp"
+#include "instance/sdk/concurrently.hpp"
 #include "instance/sdk/credentials.hpp"  // printable
 #include "instance/sdk/random.hpp"
 #include "instance/sdk/timeouts.hpp"
@@ -40,6 +42,10 @@ inline constexpr std::string_view kLockFolder = ".instance-guard-locks";
 inline constexpr std::string_view kProbeFolder = ".instance-guard-probe";
 inline constexpr std::string_view kAppName = "instance-guard";
 inline constexpr std::size_t kMaxListingDepth = 32;
+// Documents get_many() reads at once (get_concurrently): each read is a
+// gRPC call, which the one channel multiplexes, and a transfer, on a data
+// gateway connection of its own. The data client keeps at most this many.
+inline constexpr std::size_t kConcurrentReads = 4;
 // Returned as the version of a write whose result someone else overwrote
 // before we could learn its etag: a conditional write with it always fails.
 inline constexpr std::string_view kSupersededVersion = "\"instance-guard:superseded\"";
@@ -89,6 +95,10 @@ class Cs3Store final : public Store {
   }
   Capabilities capabilities() override;
   Result<Document> get(const Key& key) override;
+  // Each key as get() reads it, kConcurrentReads at a time (batch_reads).
+  Result<std::vector<Result<Document>>> get_many(std::span<const Key> keys) override {
+    return get_concurrently(*this, keys, kConcurrentReads);
+  }
   Result<std::string> create(const Key& key, std::string_view data) override {
     return write("create", key, data, {Condition::absent, {}});
   }

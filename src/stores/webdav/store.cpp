@@ -44,6 +44,10 @@ Result<Document> WebDavStore::get(const Key& key) {
   return std::move(**doc);
 }
 
+Result<std::vector<Result<Document>>> WebDavStore::get_many(std::span<const Key> keys) {
+  return get_concurrently(*this, keys, kConcurrentReads);
+}
+
 std::string WebDavStore::learn_version(const Key& key, std::string_view written) {
   auto doc = fetch(key);
   if (doc && *doc && (*doc)->data == written) return (*doc)->version;
@@ -325,6 +329,7 @@ Result<std::shared_ptr<Store>> make_webdav_store(WebDavStoreOptions options) {
   http.user = options.user;
   http.secret = options.secret;
   http.connect_timeout = options.connect_timeout;
+  http.max_connections = webdav::kConcurrentReads;
   auto client = net::Client::create(std::move(http));
   if (!client) return std::unexpected(client.error());
 

@@ -13,11 +13,13 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "errors.hpp"
+#include "instance/sdk/concurrently.hpp"
 #include "instance/sdk/timeouts.hpp"
 #include "instance/stores/webdav.hpp"
 #include "net/http.hpp"
@@ -29,6 +31,10 @@ namespace instance::webdav {
 inline constexpr std::size_t kMaxListingSize = std::size_t{16} << 20;
 inline constexpr std::size_t kMaxErrorBody = std::size_t{64} << 10;
 inline constexpr std::size_t kMaxListingDepth = 32;
+// Documents get_many() reads at once, each on a connection of its own
+// (for_each_concurrently): a scan of many records on a server that answers
+// requests in parallel. The client keeps at most this many connections.
+inline constexpr std::size_t kConcurrentReads = 4;
 // Returned as the version of a write whose result someone else overwrote
 // before we could read its ETag: a conditional write with it always fails.
 inline constexpr std::string_view kSupersededVersion = "\"instance-guard:superseded\"";
@@ -107,6 +113,8 @@ class WebDavStore final : public Store {
 
   Capabilities capabilities() override;
   Result<Document> get(const Key& key) override;
+  // Each key as get() reads it, kConcurrentReads at a time (batch_reads).
+  Result<std::vector<Result<Document>>> get_many(std::span<const Key> keys) override;
   Result<std::string> create(const Key& key, std::string_view data) override {
     return write("create", key, data, {Condition::absent, {}});
   }

@@ -11,7 +11,9 @@ Capabilities WebDavStore::capabilities() {
   std::lock_guard lock(probe_mu_);
   auto caps = probe_locked();
   if (!caps) return Capabilities{.unknown = caps.error()};  // asked again next time
-  return *caps;
+  Capabilities out = *caps;
+  out.batch_reads = true;  // get_many: a few GETs at once, whatever the probe found
+  return out;
 }
 
 Result<void> WebDavStore::require_conditional_writes(std::string_view op, const Key& key) {

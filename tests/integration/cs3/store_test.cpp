@@ -10,6 +10,7 @@
 #include "helpers.hpp"
 #include "instance/guard.hpp"
 #include "instance/testing.hpp"
+#include "support/overlap.hpp"
 
 namespace instance::testing {
 namespace {
@@ -29,6 +30,45 @@ TEST(Cs3Store, ProbeDeclaresConditionalWritesAndLocksButNotTheServerClock) {
   EXPECT_FALSE(caps.server_clock);  // expirations are computed on our clock
   // The probe cleans up and never shows in a listing of the base.
   EXPECT_TRUE(s->list(Key{}).value().empty());
+}
+
+// A scan's reads (get_many, batch_reads) go out four at a time: the gRPC
+// calls on the one channel, the transfers each on a data connection of
+// its own. The data endpoint holds each download until four are in at once
+// (or 5 s: one at a time would be slow, never stuck).
+TEST(Cs3Store, ManyReadsGoOutFourAtATimeAndAnswerEachAsGetDoes) {
+  Overlap overlap(4);
+  GatewayDouble gateway({.before_transfer = [&](std::string_view method) {
+    if (method == "GET") overlap.hold();
+  }});
+  auto s = make_store(options_for(gateway));
+  EXPECT_TRUE(s->capabilities().batch_reads);
+  std::vector<Key> keys;
+  for (int i = 0; i < 12; ++i) {
+    keys.push_back(key("instances/r" + std::to_string(i)));
+    if (i != 5) {
+      ASSERT_TRUE(s->create(keys.back(), "doc " + std::to_string(i)));
+    }
+  }
+  const int before = gateway.http_connections();
+  auto many = s->get_many(keys);
+  ASSERT_TRUE(many.has_value()) << many.error().message;
+  ASSERT_EQ(many->size(), keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto& doc = (*many)[i];
+    const auto one = s->get(keys[i]);
+    if (i == 5) {
+      ASSERT_FALSE(doc.has_value());
+      EXPECT_EQ(doc.error().code, Errc::not_found);
+      continue;
+    }
+    ASSERT_TRUE(doc.has_value()) << i << ": " << doc.error().message;
+    ASSERT_TRUE(one.has_value()) << one.error().message;
+    EXPECT_EQ(doc->data, "doc " + std::to_string(i));
+    EXPECT_EQ(doc->version, one->version);
+  }
+  EXPECT_EQ(overlap.most(), 4) << "four at once, never more";
+  EXPECT_EQ(gateway.http_connections(), std::max(before, 4));
 }
 
 TEST(Cs3Store, ProbeOfAGatewayThatIsDownIsNotCachedAndItsErrorReachesTheCaller) {

@@ -12,6 +12,7 @@
 #include "fault_server.hpp"
 #include "helpers.hpp"
 #include "instance/testing.hpp"
+#include "support/overlap.hpp"
 
 namespace instance::testing {
 namespace {
@@ -110,6 +111,51 @@ class Faults : public ::testing::Test {
   std::shared_ptr<WebDavStats> stats_ = std::make_shared<WebDavStats>();
   std::shared_ptr<CapturingLogger> logger_ = std::make_shared<CapturingLogger>();
 };
+
+// A scan's reads (get_many, batch_reads) go out four at a time, each on a
+// connection of its own, and answer each key as get() does. The server
+// holds each GET until four are in at once (or 5 s: one at a time would
+// be slow, never stuck).
+TEST_F(Faults, ManyReadsGoOutFourAtATimeAndAnswerEachAsGetDoes) {
+  Overlap overlap(4);
+  HttpServer server("webdav reads", [&](const HttpRequest& r) {
+    overlap.hold();
+    if (r.method != "GET") return HttpReply{.status = 405};
+    if (r.target.ends_with("/r5")) return HttpReply{.status = 404};
+    if (r.target.ends_with("/r7")) return HttpReply{.status = 403};
+    return HttpReply{.headers = {{"ETag", "\"" + r.target + "\""}}, .body = "doc " + r.target};
+  });
+  WebDavStoreOptions o;
+  o.base_url = server.url() + "/s";
+  o.retry_deadline = milliseconds(20000);
+  o.request_timeout = milliseconds(20000);
+  o.probe_capabilities = false;
+  o.stats = stats_;
+  auto store = make_webdav_store(o).value();
+  EXPECT_TRUE(store->capabilities().batch_reads);
+  std::vector<Key> keys;
+  for (int i = 0; i < 12; ++i) keys.push_back(key("instances/r" + std::to_string(i)));
+  auto many = store->get_many(keys);
+  ASSERT_TRUE(many.has_value()) << many.error().message;
+  ASSERT_EQ(many->size(), keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto& doc = (*many)[i];
+    if (i == 5) {
+      ASSERT_FALSE(doc.has_value());
+      EXPECT_EQ(doc.error().code, Errc::not_found);
+    } else if (i == 7) {
+      ASSERT_FALSE(doc.has_value());
+      EXPECT_EQ(doc.error().code, Errc::permission) << doc.error().message;
+    } else {
+      ASSERT_TRUE(doc.has_value()) << i << ": " << doc.error().message;
+      EXPECT_EQ(doc->data, "doc /s/instances/r" + std::to_string(i));
+      EXPECT_EQ(doc->version, "\"/s/instances/r" + std::to_string(i) + "\"");
+    }
+  }
+  EXPECT_EQ(overlap.most(), 4) << "four at once, never more";
+  EXPECT_EQ(server.connections(), 4);
+  EXPECT_EQ(stats_->new_connections.load(), 4u);
+}
 
 TEST_F(Faults, ServerDownAtStartFailsQuicklyAsUnavailable) {
   WebDavStoreOptions o;

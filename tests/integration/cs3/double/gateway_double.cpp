@@ -548,8 +548,10 @@ GatewayDouble::GatewayDouble(GatewayDoubleOptions options) : state_(std::make_un
 
   // HTTP data endpoint.
   s.http =
-      std::make_unique<HttpServer>("cs3 double: HTTP data endpoint",
-                                   [&s](const HttpRequest& request) { return s.handle(request); });
+      std::make_unique<HttpServer>("cs3 double: HTTP data endpoint", [&s](const HttpRequest& r) {
+        if (s.options.before_transfer) s.options.before_transfer(r.method);
+        return s.handle(r);
+      });
 
   // gRPC gateway.
   grpc::ServerBuilder builder;
@@ -578,6 +580,7 @@ GatewayDouble::~GatewayDouble() {
 
 int GatewayDouble::grpc_port() const { return state_->grpc_port; }
 int GatewayDouble::http_port() const { return state_->http->port(); }
+int GatewayDouble::http_connections() const { return state_->http->connections(); }
 std::string GatewayDouble::space() const {
   return state_->options.storage_id + "$" + state_->options.space_id;
 }

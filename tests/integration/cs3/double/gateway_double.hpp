@@ -30,6 +30,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,10 @@ struct GatewayDoubleOptions {
   // (PEM), as behind cs3s://; the data endpoint stays plain HTTP.
   std::string tls_cert_pem;
   std::string tls_key_pem;
+  // Called with each data request's method before the double answers it,
+  // outside its lock, from the endpoint's connection threads (a test that
+  // holds requests to see them overlap).
+  std::function<void(std::string_view method)> before_transfer;
 };
 
 class GatewayDouble {
@@ -64,6 +69,7 @@ class GatewayDouble {
 
   int grpc_port() const;
   int http_port() const;
+  int http_connections() const;  // connections the data endpoint accepted
   std::string address() const { return "127.0.0.1:" + std::to_string(grpc_port()); }
   // "<storage>$<space>", as a store URL names it.
   std::string space() const;
