@@ -128,7 +128,7 @@ CURL* Client::take_handle() {
       idle_.pop_back();
       return h;
     }
-    if (handles_.size() < std::max<std::size_t>(1, options_.max_connections)) {
+    if (handles_.size() < options_.max_connections) {  // the first is made by create()
       if (Handle made(curl_easy_init()); made) {
         handles_.push_back(std::move(made));
         return handles_.back().get();

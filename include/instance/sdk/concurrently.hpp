@@ -16,7 +16,8 @@
 // get_concurrently(store, keys, width) is such a get_many(): each key as
 // store.get() reads it, `width` at a time, the answers in the order of
 // `keys`. The store's client must carry `width` requests at once (a
-// connection each) for the reads to overlap.
+// connection each) for the reads to overlap. kConcurrentReads is the width
+// the WebDAV and CS3 stores use, and so the connections their clients keep.
 #pragma once
 
 #include <algorithm>
@@ -30,6 +31,8 @@
 #include "instance/store.hpp"
 
 namespace instance {
+
+inline constexpr std::size_t kConcurrentReads = 4;
 
 template <class Call>
 void for_each_concurrently(std::size_t n, std::size_t width, Call&& call) {

@@ -605,7 +605,7 @@ Result<std::shared_ptr<Store>> make_cs3_store(Cs3StoreOptions options) {
         "TLS verification of the CS3 gateway and data gateway is off (--insecure): anyone on "
         "the path can read and change what the guard stores");
   }
-  auto data = net::Client::create({.tls = tls, .max_connections = cs3::kConcurrentReads});
+  auto data = net::Client::create({.tls = tls, .max_connections = kConcurrentReads});
   if (!data) return std::unexpected(data.error());
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(16 << 20);

@@ -42,10 +42,6 @@ inline constexpr std::string_view kLockFolder = ".instance-guard-locks";
 inline constexpr std::string_view kProbeFolder = ".instance-guard-probe";
 inline constexpr std::string_view kAppName = "instance-guard";
 inline constexpr std::size_t kMaxListingDepth = 32;
-// Documents get_many() reads at once (get_concurrently): each read is a
-// gRPC call, which the one channel multiplexes, and a transfer, on a data
-// gateway connection of its own. The data client keeps at most this many.
-inline constexpr std::size_t kConcurrentReads = 4;
 // Returned as the version of a write whose result someone else overwrote
 // before we could learn its etag: a conditional write with it always fails.
 inline constexpr std::string_view kSupersededVersion = "\"instance-guard:superseded\"";
@@ -95,7 +91,9 @@ class Cs3Store final : public Store {
   }
   Capabilities capabilities() override;
   Result<Document> get(const Key& key) override;
-  // Each key as get() reads it, kConcurrentReads at a time (batch_reads).
+  // Each key as get() reads it, kConcurrentReads at a time (batch_reads):
+  // the gRPC calls share the one channel, each transfer takes a data
+  // gateway connection of its own.
   Result<std::vector<Result<Document>>> get_many(std::span<const Key> keys) override {
     return get_concurrently(*this, keys, kConcurrentReads);
   }

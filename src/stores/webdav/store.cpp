@@ -329,7 +329,7 @@ Result<std::shared_ptr<Store>> make_webdav_store(WebDavStoreOptions options) {
   http.user = options.user;
   http.secret = options.secret;
   http.connect_timeout = options.connect_timeout;
-  http.max_connections = webdav::kConcurrentReads;
+  http.max_connections = kConcurrentReads;
   auto client = net::Client::create(std::move(http));
   if (!client) return std::unexpected(client.error());
 

@@ -31,10 +31,6 @@ namespace instance::webdav {
 inline constexpr std::size_t kMaxListingSize = std::size_t{16} << 20;
 inline constexpr std::size_t kMaxErrorBody = std::size_t{64} << 10;
 inline constexpr std::size_t kMaxListingDepth = 32;
-// Documents get_many() reads at once, each on a connection of its own
-// (for_each_concurrently): a scan of many records on a server that answers
-// requests in parallel. The client keeps at most this many connections.
-inline constexpr std::size_t kConcurrentReads = 4;
 // Returned as the version of a write whose result someone else overwrote
 // before we could read its ETag: a conditional write with it always fails.
 inline constexpr std::string_view kSupersededVersion = "\"instance-guard:superseded\"";
