@@ -220,15 +220,16 @@ Expected expected(std::string_view phase, Mode mode, const Capabilities& caps, s
   const bool atomic = mode == Mode::exclusive && caps.native_lease && caps.atomic_lease;
   // Stale records are reaped by announce always (blindly where the store has
   // no conditional delete: the original's behaviour), by the other modes
-  // only with a conditional delete. A conditional delete waits for the
-  // upkeep after the claim; a blind one stays in announce's claim.
+  // only with a conditional delete. Either waits for the upkeep after the
+  // claim, where a blind delete reads its record again first.
+  const bool blind = mode == Mode::announce && !cond;
   Expected e;
   if (phase == "history") {  // the upkeep after the claim: our tenure, stale records, history/
-    e = {.lists = 1, .writes = 1, .removes = cond ? n : 0};
+    e = {.lists = 1, .gets = blind ? n : 0, .writes = 1, .removes = cond || blind ? n : 0};
   } else if (phase == "claim") {
     switch (mode) {
-      case Mode::announce:  // list, read each, [blindly delete each stale,] write
-        e = Expected{.writes = 1, .removes = cond ? 0 : n} + scan(caps, n);
+      case Mode::announce:  // list, read each, write
+        e = Expected{.writes = 1} + scan(caps, n);
         break;
       case Mode::verify:  // scan, write claiming, scan again, rewrite held
         // The second scan reads what its listing shows: the stale records,

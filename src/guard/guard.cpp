@@ -370,8 +370,9 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
 
   // Once per claim, after it was granted, in turns (requires upkeep_mu):
   // writes our tenure, removes at most `removals` of the records the claim
-  // proved stale, each only if it is still the version judged (a record its
-  // owner rewrote meanwhile stays), and once none is left keeps the history.
+  // proved stale, each only if it is still what was judged (remove_stale: a
+  // record its owner rewrote meanwhile stays), and once none is left keeps
+  // the history.
   // Returns whether anything is left for another turn.
   bool upkeep_turn(std::size_t removals) {
     if (upkept == Upkept::all) return false;
@@ -391,7 +392,7 @@ struct ClaimState : std::enable_shared_from_this<ClaimState> {
       if (i + 1 < stale.size() && stale[i + 1].key == stale[i].key) continue;
       --removals;
       const StaleRecord& s = stale[i];
-      auto removed = store->remove_if(s.key, s.version);
+      auto removed = detail::remove_stale(*store, s);
       if (removed) {
         log().info("removed a stale record",
                    {{"key", s.key.str()}, {"expired_at", format_rfc3339(s.record.expires_at)}});

@@ -33,12 +33,16 @@ struct DeadRecord {
   bool removed = false;
 };
 
-// A record a claim proved stale, to be removed once the claim is granted:
-// by a delete conditional on the version it was judged at.
+// A record a claim proved stale, to be removed once the claim is granted
+// (remove_stale()): by a delete conditional on the version it was judged
+// at, or, where the store has no conditional delete (announce's blind
+// reaping, the original's), by a plain delete right after reading it again
+// and finding it unchanged.
 struct StaleRecord {
   Key key;
-  std::string version;
-  Record record;
+  std::string version;  // what a conditional delete names; unused when blind
+  Record record;        // as judged
+  bool blind = false;
 };
 
 // Everything a protocol may use. The guard owns it; protocols never touch a
@@ -55,14 +59,14 @@ struct Context {
   // protocol judged no longer live is added here, so the guard can close
   // its holder's tenure (instance/history.hpp).
   std::vector<DeadRecord>* dead = nullptr;
-  // While acquiring: where a scan puts the stale records a conditional
-  // delete may remove, instead of removing them on the claim's path; the
-  // guard removes them once the claim is granted, and a refused claim
-  // leaves them. nullptr (renewals, status): removed during the scan. Blind
-  // deletes (announce on a store without conditional writes) stay in the
-  // scan: deferred, the window in which an owner restarting under the same
-  // id has its fresh record deleted would grow from one round trip to the
-  // whole claim.
+  // While acquiring: where a scan puts the stale records it may remove,
+  // instead of removing them on the claim's path; the guard removes them
+  // once the claim is granted, and a refused claim leaves them. nullptr
+  // (renewals, status): removed during the scan. A blind delete (announce
+  // on a store without conditional writes) reads the record again first
+  // and deletes it only unchanged, so the window in which an owner
+  // restarting under the same id has its fresh record deleted stays one
+  // round trip, the original's, however long the claim took.
   std::vector<StaleRecord>* stale = nullptr;
 };
 
@@ -200,6 +204,14 @@ struct ScanRules {
   // Whether a live record blocks us; all live records when empty.
   std::function<bool(const Record&)> blocks;
 };
+
+// Removes one record a claim proved stale, only if it is still what was
+// judged: by remove_if on its version, or when `stale.blind` by reading it
+// again and, when it decodes to the same record, a plain remove. Errc::
+// conflict when it changed (its owner came back), not_found when it is
+// gone; a record that cannot be read or decoded now is left, with that
+// error.
+Result<void> remove_stale(Store& store, const StaleRecord& stale);
 
 // Reads every record under instances/ except ours (by id), and refuses at the
 // first unreadable record or blocking live one. A failed listing or read

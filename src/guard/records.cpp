@@ -69,8 +69,8 @@ std::expected<std::optional<Record>, ClaimError> examine(const Context& ctx, con
   // judged, so a record rewritten meanwhile by a restarted instance stays.
   const bool conditional = ctx.store.capabilities().conditional_writes && !version.empty();
   if (!conditional && !rules.blind_reap) return std::nullopt;  // dead: skipped, not deleted
-  if (conditional && ctx.stale) {
-    ctx.stale->push_back({key, version, *record});
+  if (ctx.stale) {
+    ctx.stale->push_back({key, conditional ? version : std::string(), *record, !conditional});
     return std::nullopt;
   }
   auto removed = conditional ? ctx.store.remove_if(key, version) : ctx.store.remove(key);
@@ -330,6 +330,17 @@ ClaimError refusal(const Key& key, std::optional<Record> record, std::string_vie
 
 ClaimError failure(Errc code, std::string message) {
   return ClaimError{Error{code, std::move(message)}, std::nullopt};
+}
+
+Result<void> remove_stale(Store& store, const StaleRecord& stale) {
+  if (!stale.blind) return store.remove_if(stale.key, stale.version);
+  auto again = as_record(stale.key, store.get(stale.key));
+  if (!again) return std::unexpected(std::move(again.error().error));
+  if (!*again) return fail(Errc::not_found, stale.key.str() + " is gone");
+  if ((*again)->record != stale.record) {
+    return fail(Errc::conflict, stale.key.str() + " was rewritten since it was judged stale");
+  }
+  return store.remove(stale.key);
 }
 
 std::expected<void, ClaimError> scan_others(const Context& ctx, std::stop_token stop,

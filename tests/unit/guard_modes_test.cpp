@@ -1486,6 +1486,55 @@ TEST_F(ModesTest, AStaleRecordRewrittenBeforeTheUpkeepStays) {
   EXPECT_EQ(store->calls(Op::remove_if), 1);  // tried, on the version judged, and refused
 }
 
+// announce's blind delete (a store without conditional deletes) leaves the
+// claim's path too, and reads the record again right before it.
+class PlainAnnounceTest : public ModesTest {
+ protected:
+  // An announce claim on a plain store beside one record that expired an
+  // hour ago; the upkeep after it has not run yet.
+  void claim_beside_a_stale_record() {
+    put_record({.id = "old",
+                .started_at = clock->wall(),
+                .expires_at = clock->wall() - 1h,
+                .host = "elsewhere"});
+    auto a = guard("a", Mode::announce, std::make_shared<PlainStore>(store)).claim();
+    ASSERT_TRUE(a.has_value()) << a.error().error.message;
+    held.emplace(std::move(*a));
+    EXPECT_TRUE(exists("instances/old")) << "not deleted on the claim's path";
+    EXPECT_EQ(store->calls(Op::remove), 0);
+  }
+  std::optional<Claim> held;
+};
+
+TEST_F(PlainAnnounceTest, TheUpkeepReadsAStaleRecordAgainAndDeletesItUnchanged) {
+  ASSERT_NO_FATAL_FAILURE(claim_beside_a_stale_record());
+  const int reads = store->calls(Op::get);
+  scheduler->run_due();
+  EXPECT_FALSE(exists("instances/old"));
+  EXPECT_EQ(store->calls(Op::get) - reads, 1);
+  EXPECT_EQ(store->calls(Op::remove), 1);
+}
+
+TEST_F(PlainAnnounceTest, AStaleRecordRewrittenBeforeTheUpkeepStays) {
+  ASSERT_NO_FATAL_FAILURE(claim_beside_a_stale_record());
+  // Its owner comes back under the same id before the upkeep runs.
+  put_record({.id = "old",
+              .started_at = clock->wall(),
+              .expires_at = clock->wall() + 1h,
+              .host = "elsewhere"});
+  scheduler->run_due();
+  EXPECT_TRUE(exists("instances/old")) << "a blind delete now would remove a live record";
+  EXPECT_EQ(store->calls(Op::remove), 0);
+}
+
+TEST_F(PlainAnnounceTest, AStaleRecordThatNoLongerDecodesStays) {
+  ASSERT_NO_FATAL_FAILURE(claim_beside_a_stale_record());
+  ASSERT_TRUE(memory->replace(Key::parse("instances/old").value(), "{not json"));
+  scheduler->run_due();
+  EXPECT_TRUE(exists("instances/old")) << "a record it could not read is never deleted";
+  EXPECT_EQ(store->calls(Op::remove), 0);
+}
+
 TEST_F(ModesTest, AStandDownBeforeTheUpkeepRemovesTheStaleRecordsAfterTheRelease) {
   put_record({.id = "old",
               .started_at = clock->wall(),
